@@ -1,0 +1,295 @@
+#include "transport/fpdu_stream.h"
+
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+
+#include "wire/crc32c.h"
+
+namespace softrdma::transport {
+namespace {
+
+constexpr size_t kStageSize = 64 * 1024;
+// Below this the payload is copied out of the staging buffer; above it we read straight into
+// the destination so bulk data is touched once.
+constexpr size_t kDirectThreshold = 4096;
+constexpr uint8_t kZeros[4] = {};
+
+void put_le32(uint8_t *p, uint32_t v) {
+    p[0] = uint8_t(v);
+    p[1] = uint8_t(v >> 8);
+    p[2] = uint8_t(v >> 16);
+    p[3] = uint8_t(v >> 24);
+}
+uint32_t get_le32(const uint8_t *p) {
+    return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
+}
+
+}  // namespace
+
+bool TxBatch::add(const wire::SegmentHeader &h, std::span<const iovec> payload,
+                  std::span<const uint8_t> inline_payload) {
+    if (inline_payload.size() > kSlotInline || full_for(payload.size())) return false;
+    Slot &s = slots_[nseg_];
+    const size_t hl = wire::encode_segment_header(h, s.head);
+    if (!inline_payload.empty())
+        std::memcpy(s.head + hl, inline_payload.data(), inline_payload.size());
+    const size_t head_len = hl + inline_payload.size();
+    iov_[niov_++] = {s.head, head_len};
+    size_t body = inline_payload.size();
+    uint32_t c = crc_ ? wire::crc32c(0, s.head, head_len) : 0;
+    for (const iovec &v : payload) {
+        if (v.iov_len == 0) continue;
+        iov_[niov_++] = v;
+        body += v.iov_len;
+        if (crc_) c = wire::crc32c(c, v.iov_base, v.iov_len);
+    }
+    const size_t pad = wire::pad_len(hl, body);
+    size_t tail = pad;
+    std::memset(s.tail, 0, pad);
+    if (crc_) {
+        c = wire::crc32c(c, kZeros, pad);
+        put_le32(s.tail + pad, c);
+        tail += wire::kCrcLen;
+    }
+    if (tail) iov_[niov_++] = {s.tail, tail};
+    bytes_ += head_len + (body - inline_payload.size()) + tail;
+    ++nseg_;
+    return true;
+}
+
+FpduStream::FpduStream(UniqueFd fd, bool crc)
+    : fd_(std::move(fd)),
+      crc_(crc),
+      stage_(std::make_unique<uint8_t[]>(kStageSize)),
+      batch_(std::make_unique<TxBatch>()) {
+    batch_->crc_ = crc;
+}
+
+bool FpduStream::refill(IoStatus &st) {
+    if (rd_ == wr_) {
+        rd_ = wr_ = 0;
+    } else if (wr_ == kStageSize || kStageSize - wr_ < wire::kMaxHeaderLen + wire::kCrcLen) {
+        std::memmove(stage_.get(), stage_.get() + rd_, wr_ - rd_);
+        wr_ -= rd_;
+        rd_ = 0;
+    }
+    const ssize_t n = ::recv(fd_.get(), stage_.get() + wr_, kStageSize - wr_, 0);
+    if (n > 0) {
+        wr_ += size_t(n);
+        return true;
+    }
+    if (n == 0) {
+        st = IoStatus::kClosed;
+    } else if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+        st = IoStatus::kOk;
+    } else {
+        st = IoStatus::kError;
+    }
+    return false;
+}
+
+// Copies `n` staged bytes to the current placement position.
+static void place_bytes(Placement &p, int &idx, size_t &off, const uint8_t *src, size_t n,
+                        uint8_t *scratch, size_t &scratch_len) {
+    switch (p.kind) {
+        case Placement::Kind::kDiscard:
+            return;
+        case Placement::Kind::kScratch:
+            std::memcpy(scratch + scratch_len, src, n);
+            scratch_len += n;
+            return;
+        case Placement::Kind::kIov:
+            while (n) {
+                iovec &v = p.iov[idx];
+                const size_t k = std::min(n, v.iov_len - off);
+                std::memcpy(static_cast<uint8_t *>(v.iov_base) + off, src, k);
+                src += k;
+                n -= k;
+                off += k;
+                if (off == v.iov_len) {
+                    ++idx;
+                    off = 0;
+                }
+            }
+            return;
+    }
+}
+
+IoStatus FpduStream::finish_payload_from_socket() {
+    // Direct read into the destination: only the remaining iov pieces of this segment.
+    iovec v[kMaxPlacementIov];
+    int cnt = 0;
+    for (int i = place_idx_; i < place_.iovcnt; ++i) {
+        v[cnt] = place_.iov[i];
+        if (i == place_idx_) {
+            v[cnt].iov_base = static_cast<uint8_t *>(v[cnt].iov_base) + place_off_;
+            v[cnt].iov_len -= place_off_;
+        }
+        ++cnt;
+    }
+    const ssize_t n = ::readv(fd_.get(), v, cnt);
+    if (n == 0) return IoStatus::kClosed;
+    if (n < 0) {
+        return (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? IoStatus::kOk
+                                                                           : IoStatus::kError;
+    }
+    size_t left = size_t(n);
+    payload_left_ -= left;
+    for (int i = 0; left; ++i) {
+        const size_t k = std::min(left, v[i].iov_len);
+        if (crc_) rx_crc_ = wire::crc32c(rx_crc_, v[i].iov_base, k);
+        left -= k;
+        place_off_ += k;
+        if (place_off_ == place_.iov[place_idx_].iov_len) {
+            ++place_idx_;
+            place_off_ = 0;
+        }
+    }
+    return IoStatus::kOk;
+}
+
+IoStatus FpduStream::pump_rx(StreamHandler &h, int max_segments, bool &progressed) {
+    progressed = false;
+    int handled = 0;
+    IoStatus st = IoStatus::kOk;
+    for (;;) {
+        switch (rx_state_) {
+            case RxState::kHeader: {
+                const auto r =
+                    wire::decode_segment_header({stage_.get() + rd_, staged()}, hdr_);
+                if (r.status == wire::DecodeStatus::kMalformed) {
+                    proto_error_ = true;
+                    return IoStatus::kError;
+                }
+                if (r.status == wire::DecodeStatus::kNeedMore) {
+                    if (!refill(st)) return st;
+                    continue;
+                }
+                if (crc_) rx_crc_ = wire::crc32c(0, stage_.get() + rd_, r.header_len);
+                rd_ += r.header_len;
+                place_ = Placement{};
+                if (!h.place(hdr_, place_)) {
+                    proto_error_ = true;
+                    return IoStatus::kError;
+                }
+                if (place_.kind == Placement::Kind::kScratch &&
+                    hdr_.payload_len > kScratchPayloadMax) {
+                    proto_error_ = true;
+                    return IoStatus::kError;
+                }
+                if (place_.kind == Placement::Kind::kIov) {
+                    size_t total = 0;
+                    for (int i = 0; i < place_.iovcnt; ++i) total += place_.iov[i].iov_len;
+                    if (total != hdr_.payload_len) {
+                        proto_error_ = true;
+                        return IoStatus::kError;
+                    }
+                    // Zero-length pieces would stall the cursor.
+                    int k = 0;
+                    for (int i = 0; i < place_.iovcnt; ++i)
+                        if (place_.iov[i].iov_len) place_.iov[k++] = place_.iov[i];
+                    place_.iovcnt = k;
+                }
+                place_idx_ = 0;
+                place_off_ = 0;
+                scratch_len_ = 0;
+                payload_left_ = hdr_.payload_len;
+                trailer_len_ =
+                    wire::pad_len(r.header_len, hdr_.payload_len) + (crc_ ? wire::kCrcLen : 0);
+                rx_state_ = RxState::kPayload;
+                break;
+            }
+            case RxState::kPayload: {
+                while (payload_left_) {
+                    if (staged()) {
+                        const size_t n = std::min(staged(), payload_left_);
+                        const uint8_t *src = stage_.get() + rd_;
+                        if (crc_) rx_crc_ = wire::crc32c(rx_crc_, src, n);
+                        place_bytes(place_, place_idx_, place_off_, src, n, scratch_,
+                                    scratch_len_);
+                        rd_ += n;
+                        payload_left_ -= n;
+                        continue;
+                    }
+                    if (place_.kind == Placement::Kind::kIov &&
+                        payload_left_ >= kDirectThreshold) {
+                        const size_t before = payload_left_;
+                        st = finish_payload_from_socket();
+                        if (st != IoStatus::kOk) return st;
+                        if (payload_left_ == before) return IoStatus::kOk;  // would block
+                        continue;
+                    }
+                    if (!refill(st)) return st;
+                }
+                rx_state_ = RxState::kTrailer;
+                break;
+            }
+            case RxState::kTrailer: {
+                if (staged() < trailer_len_) {
+                    if (!refill(st)) return st;
+                    continue;
+                }
+                if (crc_) {
+                    const size_t pad = trailer_len_ - wire::kCrcLen;
+                    const uint8_t *t = stage_.get() + rd_;
+                    const uint32_t c = wire::crc32c(rx_crc_, t, pad);
+                    if (c != get_le32(t + pad)) {
+                        proto_error_ = true;
+                        return IoStatus::kError;
+                    }
+                }
+                rd_ += trailer_len_;
+                rx_state_ = RxState::kHeader;
+                if (!h.on_segment(hdr_, {scratch_, scratch_len_})) {
+                    proto_error_ = true;
+                    return IoStatus::kError;
+                }
+                progressed = true;
+                if (++handled >= max_segments) return IoStatus::kOk;
+                break;
+            }
+        }
+    }
+}
+
+IoStatus FpduStream::pump_tx(StreamHandler &h, bool &blocked) {
+    blocked = false;
+    for (;;) {
+        TxBatch &b = *batch_;
+        if (cur_iov_ >= b.niov_) {
+            b.nseg_ = b.niov_ = 0;
+            b.bytes_ = 0;
+            cur_iov_ = 0;
+            if (!h.fill_tx(b) || b.niov_ == 0) return IoStatus::kOk;
+        }
+        msghdr msg{};
+        msg.msg_iov = &b.iov_[cur_iov_];
+        msg.msg_iovlen = size_t(std::min(b.niov_ - cur_iov_, IOV_MAX));
+        const ssize_t n = ::sendmsg(fd_.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+                blocked = true;
+                return IoStatus::kOk;
+            }
+            return (errno == EPIPE || errno == ECONNRESET) ? IoStatus::kClosed : IoStatus::kError;
+        }
+        size_t left = size_t(n);
+        while (left) {
+            iovec &v = b.iov_[cur_iov_];
+            if (left >= v.iov_len) {
+                left -= v.iov_len;
+                ++cur_iov_;
+            } else {
+                v.iov_base = static_cast<uint8_t *>(v.iov_base) + left;
+                v.iov_len -= left;
+                left = 0;
+            }
+        }
+    }
+}
+
+}  // namespace softrdma::transport

@@ -1,0 +1,126 @@
+// An established MPA stream on a non-blocking TCP socket: parses incoming FPDUs and places
+// their payload straight into the memory the owner names (no staging copy for bulk data),
+// and writes outgoing FPDUs gathered from the owner's buffers with writev.
+// Not thread-safe: the owner serialises calls (the QP lock).
+#pragma once
+#include <sys/uio.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "common/unique_fd.h"
+#include "wire/rdmap.h"
+
+namespace softrdma::transport {
+
+constexpr int kMaxPlacementIov = 32;
+
+// Where the payload of one incoming segment goes.
+struct Placement {
+    enum class Kind { kIov, kScratch, kDiscard } kind = Kind::kScratch;
+    std::array<iovec, kMaxPlacementIov> iov{};
+    int iovcnt = 0;
+};
+
+// Small payloads (control messages, read requests) that the stream keeps for the owner.
+constexpr size_t kScratchPayloadMax = 64;
+
+class StreamHandler;
+
+// Builds one writev batch: fixed header slots plus gathered payload pieces.
+class TxBatch {
+public:
+    static constexpr int kMaxSegments = 32;
+    static constexpr int kMaxIov = 128;
+    static constexpr size_t kSlotInline = 64;
+
+    // Appends one FPDU. `payload` may point into application memory: it must stay valid until
+    // the owner learns (by an ACK) that the peer has it. `inline_payload` (≤ kSlotInline bytes)
+    // is copied. Returns false when the batch has no room; nothing is appended then.
+    bool add(const wire::SegmentHeader &h, std::span<const iovec> payload,
+             std::span<const uint8_t> inline_payload = {});
+    bool full_for(size_t payload_iovs) const {
+        return nseg_ >= kMaxSegments || niov_ + int(payload_iovs) + 3 > kMaxIov;
+    }
+    bool empty() const { return nseg_ == 0; }
+    size_t bytes() const { return bytes_; }
+
+private:
+    friend class FpduStream;
+    struct Slot {
+        uint8_t head[wire::kMaxHeaderLen + kSlotInline];
+        uint8_t tail[3 + wire::kCrcLen];
+    };
+    std::array<Slot, kMaxSegments> slots_{};
+    std::array<iovec, kMaxIov> iov_{};
+    int nseg_ = 0;
+    int niov_ = 0;
+    size_t bytes_ = 0;
+    bool crc_ = false;
+};
+
+enum class IoStatus { kOk, kClosed, kError };
+
+class StreamHandler {
+public:
+    virtual ~StreamHandler() = default;
+    // A header arrived: say where its payload goes. Return false for a protocol violation
+    // (the caller terminates the stream).
+    virtual bool place(const wire::SegmentHeader &h, Placement &p) = 0;
+    // The whole segment (payload and trailer) has arrived. `scratch` holds the payload when
+    // place() asked for kScratch. Return false for a protocol violation.
+    virtual bool on_segment(const wire::SegmentHeader &h, std::span<const uint8_t> scratch) = 0;
+    // Add outgoing segments to `batch` (stop when it is full). Return true if anything was
+    // added.
+    virtual bool fill_tx(TxBatch &batch) = 0;
+};
+
+class FpduStream {
+public:
+    FpduStream(UniqueFd fd, bool crc);
+    int fd() const { return fd_.get(); }
+    bool crc() const { return crc_; }
+
+    // Reads and dispatches segments until the socket would block or `max_segments` were
+    // handled. `progressed` tells whether at least one segment completed.
+    IoStatus pump_rx(StreamHandler &h, int max_segments, bool &progressed);
+    // Writes what the handler has to send until the socket would block. `blocked` is set
+    // when output remains (the caller then waits for EPOLLOUT).
+    IoStatus pump_tx(StreamHandler &h, bool &blocked);
+    bool tx_pending() const { return cur_iov_ < batch_->niov_; }
+    // A protocol error detected by the stream itself (bad header or CRC).
+    bool protocol_error() const { return proto_error_; }
+
+private:
+    enum class RxState { kHeader, kPayload, kTrailer };
+    bool refill(IoStatus &st);
+    size_t staged() const { return wr_ - rd_; }
+    IoStatus finish_payload_from_socket();
+
+    UniqueFd fd_;
+    bool crc_;
+    bool proto_error_ = false;
+
+    // RX
+    std::unique_ptr<uint8_t[]> stage_;
+    size_t rd_ = 0, wr_ = 0;
+    RxState rx_state_ = RxState::kHeader;
+    wire::SegmentHeader hdr_{};
+    Placement place_{};
+    int place_idx_ = 0;
+    size_t place_off_ = 0;
+    size_t payload_left_ = 0;
+    size_t trailer_len_ = 0;
+    uint32_t rx_crc_ = 0;
+    uint8_t scratch_[kScratchPayloadMax];
+    size_t scratch_len_ = 0;
+
+    // TX
+    std::unique_ptr<TxBatch> batch_;
+    int cur_iov_ = 0;
+};
+
+}  // namespace softrdma::transport

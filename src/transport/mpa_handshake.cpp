@@ -1,0 +1,221 @@
+#include "transport/mpa_handshake.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+
+#include "common/clock.h"
+
+namespace softrdma::transport {
+
+void tune_stream_socket(int fd) {
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    const int fl = fcntl(fd, F_GETFL);
+    fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+}
+
+UniqueFd tcp_connect_nonblocking(const sockaddr *addr, unsigned addrlen) {
+    UniqueFd fd(::socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    if (!fd) return fd;
+    tune_stream_socket(fd.get());
+    if (::connect(fd.get(), addr, addrlen) != 0 && errno != EINPROGRESS) return UniqueFd();
+    return fd;
+}
+
+MpaHandshake::MpaHandshake(UniqueFd fd, bool active, uint64_t deadline)
+    : fd_(std::move(fd)),
+      active_(active),
+      deadline_(deadline),
+      state_(active ? State::kConnecting : State::kReceiving) {}
+
+std::shared_ptr<MpaHandshake> MpaHandshake::start_active(UniqueFd fd, std::vector<uint8_t> request,
+                                                         uint64_t deadline_ns, Done done) {
+    std::shared_ptr<MpaHandshake> h(new MpaHandshake(std::move(fd), true, deadline_ns));
+    h->out_ = std::move(request);
+    h->done_ = std::move(done);
+    auto &eng = ProgressEngine::get();
+    std::unique_lock lk(h->mu_);
+    const int fd_num = h->fd_.get();
+    if (!eng.watch(fd_num, h, EPOLLIN | EPOLLOUT | EPOLLRDHUP)) {
+        h->finish(lk, errno);
+        return h;
+    }
+    eng.schedule(h, deadline_ns);
+    return h;
+}
+
+std::shared_ptr<MpaHandshake> MpaHandshake::start_passive(UniqueFd fd, Decide decide,
+                                                          uint64_t deadline_ns, Done done) {
+    std::shared_ptr<MpaHandshake> h(new MpaHandshake(std::move(fd), false, deadline_ns));
+    h->decide_ = std::move(decide);
+    h->done_ = std::move(done);
+    auto &eng = ProgressEngine::get();
+    std::unique_lock lk(h->mu_);
+    if (!eng.watch(h->fd_.get(), h, EPOLLIN | EPOLLRDHUP)) {
+        h->finish(lk, errno);
+        return h;
+    }
+    eng.schedule(h, deadline_ns);
+    h->step(lk);
+    return h;
+}
+
+void MpaHandshake::cancel() {
+    std::unique_lock lk(mu_);
+    done_ = nullptr;
+    if (state_ != State::kFinished) finish(lk, ECANCELED);
+}
+
+void MpaHandshake::finish(std::unique_lock<std::mutex> &lk, int err) {
+    if (state_ == State::kFinished) return;
+    state_ = State::kFinished;
+    if (fd_) ProgressEngine::get().unwatch(fd_.get());
+    Result r;
+    r.err = err;
+    if (err == 0) {
+        r.fd = std::move(fd_);
+        r.peer = std::move(peer_);
+    } else {
+        fd_.reset();
+    }
+    Done done = std::move(done_);
+    done_ = nullptr;
+    lk.unlock();
+    if (done) done(std::move(r));
+    lk.lock();
+}
+
+bool MpaHandshake::flush_out(int &err) {
+    while (out_off_ < out_.size()) {
+        const ssize_t n = ::send(fd_.get(), out_.data() + out_off_, out_.size() - out_off_,
+                                 MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return false;
+            err = (errno == EPIPE || errno == ECONNRESET) ? ECONNREFUSED : errno;
+            return false;
+        }
+        out_off_ += size_t(n);
+    }
+    return true;
+}
+
+// Reads exactly one MPA frame (never more: FPDUs may follow it immediately).
+bool MpaHandshake::read_frame(int &err, bool &complete) {
+    complete = false;
+    for (;;) {
+        size_t want = wire::kMpaFixedLen;
+        if (in_.size() >= wire::kMpaFixedLen) {
+            const auto r = wire::decode_mpa_frame(in_, active_, peer_);
+            if (r.status == wire::DecodeStatus::kMalformed) {
+                err = EPROTO;
+                return false;
+            }
+            if (r.status == wire::DecodeStatus::kOk) {
+                complete = true;
+                return true;
+            }
+            want = r.needed;
+        }
+        const size_t have = in_.size();
+        in_.resize(want);
+        const ssize_t n = ::recv(fd_.get(), in_.data() + have, want - have, MSG_DONTWAIT);
+        if (n <= 0) {
+            in_.resize(have);
+            if (n == 0) {
+                err = ECONNREFUSED;
+                return false;
+            }
+            if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return true;
+            err = (errno == ECONNRESET) ? ECONNREFUSED : errno;
+            return false;
+        }
+        in_.resize(have + size_t(n));
+    }
+}
+
+void MpaHandshake::step(std::unique_lock<std::mutex> &lk) {
+    for (;;) {
+        int err = 0;
+        switch (state_) {
+            case State::kConnecting: {
+                int soerr = 0;
+                socklen_t len = sizeof soerr;
+                getsockopt(fd_.get(), SOL_SOCKET, SO_ERROR, &soerr, &len);
+                if (soerr) return finish(lk, soerr == ETIMEDOUT ? ETIMEDOUT : ECONNREFUSED);
+                sockaddr_storage peer;
+                socklen_t plen = sizeof peer;
+                if (::getpeername(fd_.get(), reinterpret_cast<sockaddr *>(&peer), &plen) != 0)
+                    return;  // still connecting
+                state_ = State::kSending;
+                break;
+            }
+            case State::kSending:
+                if (!flush_out(err)) {
+                    if (err) return finish(lk, err);
+                    return;
+                }
+                state_ = State::kReceiving;
+                ProgressEngine::get().rearm(fd_.get(), shared_from_this(), EPOLLIN | EPOLLRDHUP);
+                break;
+            case State::kReceiving: {
+                bool complete;
+                if (!read_frame(err, complete)) return finish(lk, err ? err : EPROTO);
+                if (!complete) return;
+                if (active_) {
+                    if (peer_.flags & wire::kMpaFlagReject) return finish(lk, ECONNREFUSED);
+                    return finish(lk, 0);
+                }
+                state_ = State::kDeferred;
+                break;
+            }
+            case State::kDeferred: {
+                Decide decide = decide_;
+                lk.unlock();
+                Decision d = decide(peer_);
+                lk.lock();
+                if (state_ != State::kDeferred) return;
+                if (d.kind == Decision::Kind::kClose) return finish(lk, ECONNREFUSED);
+                if (d.kind == Decision::Kind::kDefer) {
+                    const uint64_t retry = now_ns() + 5'000'000;
+                    if (retry >= deadline_) return finish(lk, ETIMEDOUT);
+                    ProgressEngine::get().schedule(shared_from_this(), retry);
+                    return;
+                }
+                out_ = std::move(d.reply);
+                out_off_ = 0;
+                reply_accepted_ = d.accepted;
+                state_ = State::kSendingReply;
+                break;
+            }
+            case State::kSendingReply:
+                if (!flush_out(err)) {
+                    if (err) return finish(lk, err);
+                    ProgressEngine::get().rearm(fd_.get(), shared_from_this(),
+                                                EPOLLOUT | EPOLLRDHUP);
+                    return;
+                }
+                return finish(lk, reply_accepted_ ? 0 : ECONNREFUSED);
+            case State::kFinished:
+                return;
+        }
+    }
+}
+
+void MpaHandshake::on_io(uint32_t) {
+    std::unique_lock lk(mu_);
+    step(lk);
+}
+
+void MpaHandshake::on_timer() {
+    std::unique_lock lk(mu_);
+    if (state_ == State::kFinished) return;
+    if (now_ns() >= deadline_) return finish(lk, ETIMEDOUT);
+    step(lk);
+}
+
+}  // namespace softrdma::transport

@@ -1,0 +1,71 @@
+// The MPA request/reply exchange on a fresh non-blocking TCP socket, driven by the progress
+// engine. Either side: the active side sends the request once connected and waits for the
+// reply; the passive side waits for the request and asks its owner what to answer.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "common/unique_fd.h"
+#include "transport/progress_engine.h"
+#include "wire/mpa.h"
+
+namespace softrdma::transport {
+
+class MpaHandshake : public Pollable, public std::enable_shared_from_this<MpaHandshake> {
+public:
+    struct Result {
+        int err = 0;  // 0, or ECONNREFUSED (reset / rejected), ETIMEDOUT, EPROTO
+        UniqueFd fd;
+        wire::MpaFrame peer;  // the frame the other side sent
+    };
+    using Done = std::function<void(Result &&)>;
+
+    struct Decision {
+        enum class Kind { kReply, kDefer, kClose } kind = Kind::kClose;
+        std::vector<uint8_t> reply;  // encoded MPA reply (for kReply)
+        bool accepted = false;       // after sending a reply: hand over the socket or close it
+    };
+    using Decide = std::function<Decision(const wire::MpaFrame &)>;
+
+    // `fd` is a socket whose non-blocking connect() is in progress (or done).
+    static std::shared_ptr<MpaHandshake> start_active(UniqueFd fd, std::vector<uint8_t> request,
+                                                      uint64_t deadline_ns, Done done);
+    static std::shared_ptr<MpaHandshake> start_passive(UniqueFd fd, Decide decide,
+                                                       uint64_t deadline_ns, Done done);
+    // Stops the exchange; `done` is not called afterwards.
+    void cancel();
+
+    void on_io(uint32_t events) override;
+    void on_timer() override;
+
+private:
+    enum class State { kConnecting, kSending, kReceiving, kDeferred, kSendingReply, kFinished };
+    MpaHandshake(UniqueFd fd, bool active, uint64_t deadline);
+    void step(std::unique_lock<std::mutex> &lk);
+    void finish(std::unique_lock<std::mutex> &lk, int err);
+    bool flush_out(int &err);
+    bool read_frame(int &err, bool &complete);
+
+    std::mutex mu_;
+    UniqueFd fd_;
+    bool active_;
+    uint64_t deadline_;
+    State state_;
+    std::vector<uint8_t> out_;
+    size_t out_off_ = 0;
+    std::vector<uint8_t> in_;
+    wire::MpaFrame peer_;
+    bool reply_accepted_ = false;
+    Decide decide_;
+    Done done_;
+};
+
+// Starts a non-blocking TCP connect with TCP_NODELAY; returns an invalid fd (errno set) on an
+// immediate failure.
+UniqueFd tcp_connect_nonblocking(const struct sockaddr *addr, unsigned addrlen);
+void tune_stream_socket(int fd);
+
+}  // namespace softrdma::transport

@@ -1,0 +1,139 @@
+#include "transport/progress_engine.h"
+
+#include <pthread.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+
+#include <cerrno>
+#include <climits>
+
+#include "common/clock.h"
+
+namespace softrdma::transport {
+
+ProgressEngine &ProgressEngine::get() {
+    // Deliberately never destroyed: application threads may still call into the library
+    // while static destructors run at exit.
+    static ProgressEngine *engine = std::make_unique<ProgressEngine>().release();
+    return *engine;
+}
+
+ProgressEngine::ProgressEngine()
+    : epfd_(epoll_create1(EPOLL_CLOEXEC)), wakefd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = wakefd_.get();
+    epoll_ctl(epfd_.get(), EPOLL_CTL_ADD, wakefd_.get(), &ev);
+    thread_ = std::thread([this] { run(); });
+    pthread_setname_np(thread_.native_handle(), "softrdma-prog");
+}
+
+ProgressEngine::~ProgressEngine() {
+    {
+        std::lock_guard lk(mu_);
+        stop_ = true;
+    }
+    wake();
+    if (thread_.joinable()) thread_.join();
+}
+
+bool ProgressEngine::watch(int fd, const std::shared_ptr<Pollable> &owner, uint32_t events) {
+    {
+        std::lock_guard lk(mu_);
+        owners_[fd] = owner;
+    }
+    epoll_event ev{};
+    ev.events = events;
+    ev.data.fd = fd;
+    if (epoll_ctl(epfd_.get(), EPOLL_CTL_ADD, fd, &ev) == 0) return true;
+    const int err = errno;
+    std::lock_guard lk(mu_);
+    owners_.erase(fd);
+    errno = err;
+    return false;
+}
+
+bool ProgressEngine::rearm(int fd, const std::shared_ptr<Pollable> &owner, uint32_t events) {
+    {
+        std::lock_guard lk(mu_);
+        owners_[fd] = owner;
+    }
+    epoll_event ev{};
+    ev.events = events;
+    ev.data.fd = fd;
+    return epoll_ctl(epfd_.get(), EPOLL_CTL_MOD, fd, &ev) == 0;
+}
+
+void ProgressEngine::unwatch(int fd) {
+    epoll_ctl(epfd_.get(), EPOLL_CTL_DEL, fd, nullptr);
+    std::lock_guard lk(mu_);
+    owners_.erase(fd);
+}
+
+void ProgressEngine::schedule(const std::shared_ptr<Pollable> &owner, uint64_t deadline_ns) {
+    bool earliest;
+    {
+        std::lock_guard lk(mu_);
+        earliest = timers_.empty() || deadline_ns < timers_.top().deadline;
+        timers_.push({deadline_ns, owner});
+    }
+    if (earliest) wake();
+}
+
+void ProgressEngine::wake() {
+    uint64_t one = 1;
+    [[maybe_unused]] ssize_t r = ::write(wakefd_.get(), &one, sizeof one);
+}
+
+int ProgressEngine::next_timeout_ms() {
+    std::lock_guard lk(mu_);
+    if (timers_.empty()) return -1;
+    const uint64_t now = now_ns();
+    const uint64_t d = timers_.top().deadline;
+    if (d <= now) return 0;
+    const uint64_t ms = (d - now + 999999) / 1000000;
+    return ms > INT_MAX ? INT_MAX : int(ms);
+}
+
+void ProgressEngine::fire_due_timers() {
+    const uint64_t now = now_ns();
+    for (;;) {
+        std::shared_ptr<Pollable> owner;
+        {
+            std::lock_guard lk(mu_);
+            if (timers_.empty() || timers_.top().deadline > now) return;
+            owner = timers_.top().owner.lock();
+            timers_.pop();
+        }
+        if (owner) owner->on_timer();
+    }
+}
+
+void ProgressEngine::run() {
+    epoll_event events[64];
+    for (;;) {
+        const int n = epoll_wait(epfd_.get(), events, 64, next_timeout_ms());
+        {
+            std::lock_guard lk(mu_);
+            if (stop_) return;
+        }
+        for (int i = 0; i < n; ++i) {
+            const int fd = events[i].data.fd;
+            if (fd == wakefd_.get()) {
+                uint64_t v;
+                [[maybe_unused]] ssize_t r = ::read(fd, &v, sizeof v);
+                continue;
+            }
+            std::shared_ptr<Pollable> owner;
+            {
+                std::lock_guard lk(mu_);
+                auto it = owners_.find(fd);
+                if (it != owners_.end()) owner = it->second.lock();
+            }
+            if (owner) owner->on_io(events[i].events);
+        }
+        fire_due_timers();
+    }
+}
+
+}  // namespace softrdma::transport

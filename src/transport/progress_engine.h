@@ -1,0 +1,62 @@
+// The process-wide progress engine: one background thread on epoll that keeps one-sided
+// operations and connection setup moving while the application is not in the library.
+// Application threads that poll CQs drive their own QPs; this thread is the fallback.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <queue>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "common/unique_fd.h"
+
+namespace softrdma::transport {
+
+// Something the engine can call back: a socket owner, a listener, a timer user.
+class Pollable {
+public:
+    virtual ~Pollable() = default;
+    virtual void on_io(uint32_t epoll_events) = 0;
+    virtual void on_timer() {}
+};
+
+class ProgressEngine {
+public:
+    static ProgressEngine &get();
+
+    // Registers `fd`; the engine holds only a weak reference, so an owner that dies is
+    // simply skipped. Returns false (errno set) if epoll refuses the fd.
+    bool watch(int fd, const std::shared_ptr<Pollable> &owner, uint32_t events);
+    bool rearm(int fd, const std::shared_ptr<Pollable> &owner, uint32_t events);
+    void unwatch(int fd);
+    // One-shot timer: owner->on_timer() at or after `deadline_ns` (CLOCK_MONOTONIC).
+    void schedule(const std::shared_ptr<Pollable> &owner, uint64_t deadline_ns);
+
+    ProgressEngine();
+    ~ProgressEngine();
+    ProgressEngine(const ProgressEngine &) = delete;
+    ProgressEngine &operator=(const ProgressEngine &) = delete;
+
+private:
+    struct Timer {
+        uint64_t deadline;
+        std::weak_ptr<Pollable> owner;
+        bool operator>(const Timer &o) const { return deadline > o.deadline; }
+    };
+    void run();
+    void wake();
+    int next_timeout_ms();
+    void fire_due_timers();
+
+    UniqueFd epfd_;
+    UniqueFd wakefd_;
+    std::mutex mu_;
+    std::unordered_map<int, std::weak_ptr<Pollable>> owners_;
+    std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
+    std::thread thread_;
+    bool stop_ = false;
+};
+
+}  // namespace softrdma::transport

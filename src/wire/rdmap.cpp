@@ -1,0 +1,124 @@
+#include "wire/rdmap.h"
+
+#include "wire/byte_order.h"
+
+namespace softrdma::wire {
+namespace {
+constexpr uint8_t kDdpTagged = 0x80;
+constexpr uint8_t kDdpLast = 0x40;
+constexpr uint8_t kDdpVersion = 0x01;
+constexpr uint8_t kRdmapVersion = 0x40;  // RV = 01 in the top two bits
+}  // namespace
+
+bool op_is_tagged(RdmapOp op) { return op == RdmapOp::kWrite || op == RdmapOp::kReadResponse; }
+
+bool op_is_extension(RdmapOp op) { return uint8_t(op) >= uint8_t(RdmapOp::kImmediate); }
+
+size_t encode_segment_header(const SegmentHeader &h, uint8_t *out) {
+    const bool tagged = op_is_tagged(h.op);
+    const size_t hl = tagged ? kTaggedHeaderLen : kUntaggedHeaderLen;
+    put16(out, uint16_t(hl - kMpaLenField + h.payload_len));
+    out[2] = uint8_t((tagged ? kDdpTagged : 0) | (h.last ? kDdpLast : 0) | kDdpVersion);
+    out[3] = uint8_t(kRdmapVersion | uint8_t(h.op));
+    if (tagged) {
+        put32(out + 4, h.stag);
+        put64(out + 8, h.to);
+    } else {
+        put32(out + 4, h.ulp);
+        put32(out + 8, h.qn);
+        put32(out + 12, h.msn);
+        put32(out + 16, h.mo);
+    }
+    return hl;
+}
+
+SegmentDecodeResult decode_segment_header(std::span<const uint8_t> in, SegmentHeader &out) {
+    if (in.size() < 4) return {DecodeStatus::kNeedMore, 4};
+    const uint16_t ulpdu = get16(in.data());
+    const uint8_t ddp = in[2];
+    const uint8_t rdmap = in[3];
+    if ((ddp & 0x03) != kDdpVersion || (ddp & 0x3c) != 0) return {DecodeStatus::kMalformed, 0};
+    if ((rdmap & 0xf0) != kRdmapVersion) return {DecodeStatus::kMalformed, 0};
+    const auto op = RdmapOp(rdmap & 0x0f);
+    if (op == RdmapOp(0xf)) return {DecodeStatus::kMalformed, 0};
+    const bool tagged = ddp & kDdpTagged;
+    if (tagged != op_is_tagged(op)) return {DecodeStatus::kMalformed, 0};
+    const size_t hl = tagged ? kTaggedHeaderLen : kUntaggedHeaderLen;
+    if (size_t(ulpdu) + kMpaLenField < hl) return {DecodeStatus::kMalformed, 0};
+    if (in.size() < hl) return {DecodeStatus::kNeedMore, hl};
+    out.op = op;
+    out.last = ddp & kDdpLast;
+    out.payload_len = uint16_t(ulpdu + kMpaLenField - hl);
+    if (tagged) {
+        out.stag = get32(&in[4]);
+        out.to = get64(&in[8]);
+        out.ulp = out.qn = out.msn = out.mo = 0;
+    } else {
+        out.ulp = get32(&in[4]);
+        out.qn = get32(&in[8]);
+        out.msn = get32(&in[12]);
+        out.mo = get32(&in[16]);
+        out.stag = 0;
+        out.to = 0;
+    }
+    return {DecodeStatus::kOk, hl};
+}
+
+void encode_read_request(const ReadRequest &r, uint8_t *out) {
+    put32(out, r.sink_stag);
+    put64(out + 4, r.sink_to);
+    put32(out + 12, r.length);
+    put32(out + 16, r.src_stag);
+    put64(out + 20, r.src_to);
+}
+
+ReadRequest decode_read_request(const uint8_t *in) {
+    return {get32(in), get64(in + 4), get32(in + 12), get32(in + 16), get64(in + 20)};
+}
+
+void encode_atomic_request(const AtomicRequest &r, uint8_t *out) {
+    put32(out, uint32_t(r.op));
+    put32(out + 4, r.stag);
+    put64(out + 8, r.to);
+    put64(out + 16, r.add_or_swap);
+    put64(out + 24, r.compare);
+}
+
+bool decode_atomic_request(const uint8_t *in, AtomicRequest &out) {
+    const uint32_t op = get32(in);
+    if (op > uint32_t(AtomicOp::kCompareSwap)) return false;
+    out = {AtomicOp(op), get32(in + 4), get64(in + 8), get64(in + 16), get64(in + 24)};
+    return true;
+}
+
+void encode_immediate(const ImmediatePayload &p, uint8_t *out) {
+    put32(out, p.imm);
+    put32(out + 4, p.write_len);
+}
+
+ImmediatePayload decode_immediate(const uint8_t *in) { return {get32(in), get32(in + 4)}; }
+
+void encode_control(const ControlPayload &c, uint8_t *out) {
+    out[0] = uint8_t(c.type);
+    out[1] = out[2] = out[3] = 0;
+    put32(out + 4, c.seq);
+    put32(out + 8, c.arg);
+}
+
+bool decode_control(const uint8_t *in, ControlPayload &out) {
+    if (in[0] < uint8_t(ControlType::kAck) || in[0] > uint8_t(ControlType::kCredits)) return false;
+    out = {ControlType(in[0]), get32(in + 4), get32(in + 8)};
+    return true;
+}
+
+void encode_terminate(const TerminatePayload &t, uint8_t *out) {
+    out[0] = uint8_t(uint8_t(t.layer) << 4 | (t.etype & 0x0f));
+    out[1] = t.ecode;
+    out[2] = out[3] = 0;  // no echoed headers
+}
+
+TerminatePayload decode_terminate(const uint8_t *in) {
+    return {TermLayer(in[0] >> 4), uint8_t(in[0] & 0x0f), in[1]};
+}
+
+}  // namespace softrdma::wire
