@@ -2,6 +2,7 @@
 // engine. Either side: the active side sends the request once connected and waits for the
 // reply; the passive side waits for the request and asks its owner what to answer.
 #pragma once
+#include <sys/socket.h>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -65,7 +66,7 @@ private:
 
 // Starts a non-blocking TCP connect with TCP_NODELAY; returns an invalid fd (errno set) on an
 // immediate failure.
-UniqueFd tcp_connect_nonblocking(const struct sockaddr *addr, unsigned addrlen);
+UniqueFd tcp_connect_nonblocking(const sockaddr *addr, unsigned addrlen);
 void tune_stream_socket(int fd);
 
 }  // namespace softrdma::transport

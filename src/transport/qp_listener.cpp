@@ -1,0 +1,177 @@
+#include "transport/qp_listener.h"
+
+#include <netinet/in.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/log.h"
+
+namespace softrdma::transport {
+namespace {
+
+constexpr uint64_t kHandshakeTimeoutNs = 5'000'000'000ull;
+
+class Listener : public Pollable, public std::enable_shared_from_this<Listener> {
+public:
+    static std::shared_ptr<Listener> open();
+    uint16_t port() const { return port_; }
+    // Returns the slot, or -1 when full.
+    int take_slot(const std::shared_ptr<QpAcceptor> &qp);
+    void release_slot(uint32_t slot);
+    std::shared_ptr<QpAcceptor> find(uint32_t slot);
+    void on_io(uint32_t events) override;
+
+private:
+    UniqueFd fd_;
+    uint16_t port_ = 0;
+    std::mutex mu_;
+    std::array<std::weak_ptr<QpAcceptor>, kSlotsPerListener> slots_;
+    std::array<bool, kSlotsPerListener> used_{};
+    uint32_t next_ = 0;
+};
+
+std::mutex g_mu;
+std::vector<std::shared_ptr<Listener>> g_listeners;
+
+std::shared_ptr<Listener> find_listener(uint16_t port) {
+    std::lock_guard lk(g_mu);
+    for (auto &l : g_listeners)
+        if (l->port() == port) return l;
+    return nullptr;
+}
+
+std::shared_ptr<Listener> Listener::open() {
+    auto l = std::make_shared<Listener>();
+    // Dual-stack wildcard so IPv4-mapped and IPv6 GIDs both reach it.
+    UniqueFd fd(::socket(AF_INET6, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    if (fd) {
+        int zero = 0;
+        setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+        sockaddr_in6 a{};
+        a.sin6_family = AF_INET6;
+        a.sin6_addr = in6addr_any;
+        if (::bind(fd.get(), reinterpret_cast<sockaddr *>(&a), sizeof a) != 0) fd.reset();
+    }
+    if (!fd) {
+        fd.reset(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+        if (!fd) return nullptr;
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        if (::bind(fd.get(), reinterpret_cast<sockaddr *>(&a), sizeof a) != 0) return nullptr;
+    }
+    if (::listen(fd.get(), 1024) != 0) return nullptr;
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    getsockname(fd.get(), reinterpret_cast<sockaddr *>(&ss), &len);
+    l->port_ = ntohs(ss.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6 &>(ss).sin6_port
+                                              : reinterpret_cast<sockaddr_in &>(ss).sin_port);
+    l->fd_ = std::move(fd);
+    if (!ProgressEngine::get().watch(l->fd_.get(), l, EPOLLIN)) return nullptr;
+    return l;
+}
+
+int Listener::take_slot(const std::shared_ptr<QpAcceptor> &qp) {
+    std::lock_guard lk(mu_);
+    for (uint32_t i = 0; i < kSlotsPerListener; ++i) {
+        const uint32_t s = (next_ + i) % kSlotsPerListener;
+        if (!used_[s]) {
+            used_[s] = true;
+            slots_[s] = qp;
+            next_ = s + 1;  // do not hand a just-freed QPN out again at once
+            return int(s);
+        }
+    }
+    return -1;
+}
+
+void Listener::release_slot(uint32_t slot) {
+    std::lock_guard lk(mu_);
+    used_[slot] = false;
+    slots_[slot].reset();
+}
+
+std::shared_ptr<QpAcceptor> Listener::find(uint32_t slot) {
+    std::lock_guard lk(mu_);
+    return slot < kSlotsPerListener ? slots_[slot].lock() : nullptr;
+}
+
+void Listener::on_io(uint32_t) {
+    for (;;) {
+        UniqueFd c(::accept4(fd_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+        if (!c) return;
+        tune_stream_socket(c.get());
+        std::weak_ptr<Listener> self = shared_from_this();
+        auto target = std::make_shared<std::weak_ptr<QpAcceptor>>();
+        auto decide = [self, target](const wire::MpaFrame &req) {
+            MpaHandshake::Decision d;
+            wire::QpHello hello;
+            auto l = self.lock();
+            if (!l || !wire::decode_qp_hello(req.private_data, hello)) {
+                d.kind = MpaHandshake::Decision::Kind::kClose;
+                return d;
+            }
+            auto qp = qpn_port(hello.dst_qpn) == l->port() ? l->find(hello.dst_qpn & 0xff)
+                                                           : nullptr;
+            if (!qp) {
+                d.kind = MpaHandshake::Decision::Kind::kReply;
+                d.reply = encode_hello_reply(hello, wire::QpHelloStatus::kNoSuchQp, 0, 0, 0);
+                return d;
+            }
+            *target = qp;
+            return qp->on_hello(req, hello);
+        };
+        auto done = [target](MpaHandshake::Result &&r) {
+            if (r.err) return;
+            if (auto qp = target->lock()) qp->on_passive_connected(std::move(r));
+        };
+        MpaHandshake::start_passive(std::move(c), decide, now_ns() + kHandshakeTimeoutNs, done);
+    }
+}
+
+}  // namespace
+
+std::vector<uint8_t> encode_hello_reply(const wire::QpHello &request, wire::QpHelloStatus status,
+                                        uint16_t flags, uint16_t ird, uint16_t ord) {
+    wire::MpaFrame f;
+    f.reply = true;
+    f.flags = uint16_t(flags | wire::kMpaFlagEnhanced);
+    if (status != wire::QpHelloStatus::kAccept) f.flags |= wire::kMpaFlagReject;
+    f.ird = ird;
+    f.ord = ord;
+    wire::QpHello h = request;
+    h.status = status;
+    std::swap(h.src_qpn, h.dst_qpn);
+    std::swap(h.src_gid, h.dst_gid);
+    f.private_data.resize(wire::kQpHelloLen);
+    wire::encode_qp_hello(h, f.private_data.data());
+    return wire::encode_mpa_frame(f);
+}
+
+uint32_t register_qp(const std::shared_ptr<QpAcceptor> &qp) {
+    {
+        std::lock_guard lk(g_mu);
+        for (auto &l : g_listeners) {
+            const int s = l->take_slot(qp);
+            if (s >= 0) return uint32_t(l->port()) << 8 | uint32_t(s);
+        }
+    }
+    auto l = Listener::open();
+    if (!l) return 0;
+    const int s = l->take_slot(qp);
+    std::lock_guard lk(g_mu);
+    g_listeners.push_back(l);
+    SR_DEBUG("QP listener on port %u", l->port());
+    return uint32_t(l->port()) << 8 | uint32_t(s);
+}
+
+void unregister_qp(uint32_t qpn) {
+    if (auto l = find_listener(qpn_port(qpn))) l->release_slot(qpn & 0xff);
+}
+
+}  // namespace softrdma::transport

@@ -1,0 +1,49 @@
+// Software devices: one per IP interface (lo included), listed non-loopback first, each with
+// one RoCE-like port whose GID table holds the interface's addresses.
+#pragma once
+#include <infiniband/verbs.h>
+#include <netinet/in.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace softrdma::verbs {
+
+struct Gid {
+    uint8_t raw[16];
+};
+
+// Converts a GID to a socket address (IPv4-mapped GIDs become AF_INET).
+bool gid_to_sockaddr(const uint8_t gid[16], uint16_t port, sockaddr_storage &out, socklen_t &len);
+
+class Device : public ibv_device {
+public:
+    Device(const std::string &ifname, int ifindex, bool loopback, const uint8_t mac[6]);
+
+    const std::string &ifname() const { return ifname_; }
+    int ifindex() const { return ifindex_; }
+    bool loopback() const { return loopback_; }
+    uint64_t guid_host() const { return guid_; }  // host byte order
+    std::vector<Gid> gids() const;
+    void set_gids(std::vector<Gid> g);
+    bool has_gid(const uint8_t gid[16]) const;
+
+    static Device *from(ibv_device *d) { return static_cast<Device *>(d); }
+
+private:
+    std::string ifname_;
+    int ifindex_;
+    bool loopback_;
+    uint64_t guid_;
+    mutable std::mutex mu_;
+    std::vector<Gid> gids_;
+};
+
+// Re-reads the interfaces and returns the current device set. Devices are never freed
+// (programs keep ibv_device pointers for their whole life); a vanished interface keeps its
+// device with an empty GID table.
+std::vector<Device *> scan_devices();
+
+}  // namespace softrdma::verbs

@@ -1,0 +1,633 @@
+#include "verbs/qp.h"
+
+#include <sys/epoll.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "verbs/context.h"
+#include "verbs/cq.h"
+#include "verbs/pd.h"
+#include "verbs/qp_state_table.h"
+#include "verbs/srq.h"
+
+namespace softrdma::verbs {
+
+uint32_t sq_slot(const Qp &qp, uint32_t i) { return (qp.sq_head_ + i) % uint32_t(qp.sq_.size()); }
+
+namespace {
+
+ibv_wc_opcode wc_opcode_for(ibv_wr_opcode op) {
+    switch (op) {
+        case IBV_WR_RDMA_WRITE:
+        case IBV_WR_RDMA_WRITE_WITH_IMM:
+            return IBV_WC_RDMA_WRITE;
+        case IBV_WR_RDMA_READ:
+            return IBV_WC_RDMA_READ;
+        case IBV_WR_ATOMIC_CMP_AND_SWP:
+            return IBV_WC_COMP_SWAP;
+        case IBV_WR_ATOMIC_FETCH_AND_ADD:
+            return IBV_WC_FETCH_ADD;
+        case IBV_WR_BIND_MW:
+            return IBV_WC_BIND_MW;
+        case IBV_WR_LOCAL_INV:
+            return IBV_WC_LOCAL_INV;
+        default:
+            return IBV_WC_SEND;
+    }
+}
+
+bool is_atomic(ibv_wr_opcode op) {
+    return op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+}  // namespace
+
+Qp::Qp(Context *ctx, const ibv_qp_init_attr_ex &a)
+    : ibv_qp_ex{},
+      ctx_(ctx),
+      pd_(Pd::from(a.pd)),
+      scq_(Cq::from(a.send_cq)),
+      rcq_(Cq::from(a.recv_cq)),
+      srq_(a.srq ? Srq::from(a.srq) : nullptr),
+      sq_sig_all_(a.sq_sig_all != 0),
+      max_inline_(a.cap.max_inline_data),
+      max_send_sge_(a.cap.max_send_sge),
+      max_recv_sge_(a.cap.max_recv_sge) {
+    qp_base.context = ctx->ibv();
+    qp_base.qp_context = a.qp_context;
+    qp_base.pd = a.pd;
+    qp_base.send_cq = a.send_cq;
+    qp_base.recv_cq = a.recv_cq;
+    qp_base.srq = a.srq;
+    qp_base.qp_type = a.qp_type;
+    qp_base.state = IBV_QPS_RESET;
+    pthread_mutex_init(&qp_base.mutex, nullptr);
+    pthread_cond_init(&qp_base.cond, nullptr);
+    comp_mask = a.comp_mask;
+
+    sq_.resize(a.cap.max_send_wr);
+    sq_sges_.resize(size_t(a.cap.max_send_wr) * max_send_sge_);
+    sq_inline_.resize(size_t(a.cap.max_send_wr) * max_inline_);
+    if (!srq_) rq_.init(a.cap.max_recv_wr, max_recv_sge_);
+    cur_recv_sges_.resize(kMaxSge);
+    responses_.resize(kMaxRdAtomic);
+    ctrl_.reserve(8);
+    attr_.qp_state = IBV_QPS_RESET;
+    attr_.path_mtu = IBV_MTU_1024;
+    attr_.port_num = 1;
+}
+
+Qp::~Qp() {
+    pthread_cond_destroy(&qp_base.cond);
+    pthread_mutex_destroy(&qp_base.mutex);
+}
+
+void install_wr_api(Qp &qp, uint64_t send_ops_flags);
+
+std::shared_ptr<Qp> Qp::create(Context *ctx, ibv_qp_init_attr_ex &a, int &err) {
+    err = 0;
+    if (!(a.comp_mask & IBV_QP_INIT_ATTR_PD) || !a.pd || !a.send_cq || !a.recv_cq) {
+        err = EINVAL;
+        return nullptr;
+    }
+    const uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS |
+                           IBV_QP_INIT_ATTR_SEND_OPS_FLAGS | IBV_QP_INIT_ATTR_MAX_TSO_HEADER;
+    if (a.comp_mask & ~known) {
+        err = EOPNOTSUPP;
+        return nullptr;
+    }
+    if (a.qp_type != IBV_QPT_RC && a.qp_type != IBV_QPT_UC) {
+        err = EOPNOTSUPP;
+        return nullptr;
+    }
+    if ((a.comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a.create_flags) {
+        err = EOPNOTSUPP;
+        return nullptr;
+    }
+    ibv_qp_cap &c = a.cap;
+    if (c.max_send_wr > uint32_t(kMaxQpWr) || c.max_send_sge > uint32_t(kMaxSge) ||
+        c.max_inline_data > uint32_t(kMaxInline) ||
+        (!a.srq && (c.max_recv_wr > uint32_t(kMaxQpWr) || c.max_recv_sge > uint32_t(kMaxSge)))) {
+        err = EINVAL;
+        return nullptr;
+    }
+    // Granted capabilities, written back as the kernel does.
+    c.max_send_wr = std::max(c.max_send_wr, 1u);
+    c.max_send_sge = std::max(c.max_send_sge, 1u);
+    c.max_inline_data = std::max(c.max_inline_data, 64u);
+    if (a.srq) {
+        c.max_recv_wr = 0;
+        c.max_recv_sge = 0;
+    } else {
+        c.max_recv_wr = std::max(c.max_recv_wr, 1u);
+        c.max_recv_sge = std::max(c.max_recv_sge, 1u);
+    }
+    auto qp = std::make_shared<Qp>(ctx, a);
+    const uint32_t qpn = transport::register_qp(qp);
+    if (!qpn) {
+        err = errno ? errno : ENOMEM;
+        return nullptr;
+    }
+    qp->qp_base.qp_num = qpn;
+    if (a.comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) install_wr_api(*qp, a.send_ops_flags);
+    qp->pd_->users.fetch_add(1);
+    qp->scq_->add_user();
+    qp->rcq_->add_user();
+    qp->scq_->attach(qp.get());
+    qp->rcq_->attach(qp.get());
+    if (qp->srq_) qp->srq_->add_user();
+    return qp;
+}
+
+void Qp::shutdown() {
+    std::shared_ptr<transport::MpaHandshake> hs;
+    {
+        Lock lk(mu_);
+        destroyed_ = true;
+        if (stream_) {
+            transport::ProgressEngine::get().unwatch(stream_->fd());
+            stream_.reset();
+        }
+        hs = std::move(handshake_);
+    }
+    if (hs) hs->cancel();
+    transport::unregister_qp(qp_base.qp_num);
+    scq_->detach(this);
+    rcq_->detach(this);
+    scq_->drop_user();
+    rcq_->drop_user();
+    if (srq_) srq_->drop_user();
+    pd_->users.fetch_sub(1);
+}
+
+// ---------------------------------------------------------------------------------- modify
+
+int Qp::modify(ibv_qp_attr *a, int mask) {
+    Lock lk(mu_);
+    if (destroyed_) return EINVAL;
+    const ibv_qp_state actual = qp_base.state;
+    const ibv_qp_state cur = (mask & IBV_QP_CUR_STATE) ? a->cur_qp_state : actual;
+    const ibv_qp_state next = (mask & IBV_QP_STATE) ? a->qp_state : cur;
+    if (!qp_transition_ok(cur, next, qp_base.qp_type, mask)) return EINVAL;
+    if ((mask & IBV_QP_PORT) && a->port_num != 1) return EINVAL;
+    if ((mask & IBV_QP_PKEY_INDEX) && a->pkey_index != 0) return EINVAL;
+    if ((mask & IBV_QP_PATH_MTU) && (a->path_mtu < IBV_MTU_256 || a->path_mtu > IBV_MTU_4096))
+        return EINVAL;
+    if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) && a->max_rd_atomic > kMaxRdAtomic) return EINVAL;
+    if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && a->max_dest_rd_atomic > kMaxRdAtomic)
+        return EINVAL;
+    if ((mask & IBV_QP_TIMEOUT) && a->timeout > 31) return EINVAL;
+    if ((mask & IBV_QP_RETRY_CNT) && a->retry_cnt > 7) return EINVAL;
+    if ((mask & IBV_QP_RNR_RETRY) && a->rnr_retry > 7) return EINVAL;
+    if ((mask & IBV_QP_MIN_RNR_TIMER) && a->min_rnr_timer > 31) return EINVAL;
+    if ((mask & IBV_QP_ACCESS_FLAGS) &&
+        (a->qp_access_flags & ~(IBV_ACCESS_LOCAL_WRITE | kRemoteAccessMask |
+                                IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED |
+                                IBV_ACCESS_ON_DEMAND | IBV_ACCESS_RELAXED_ORDERING)))
+        return EINVAL;
+    if (mask & IBV_QP_AV) {
+        // RoCE: the address vector must carry a GRH naming one of our GIDs.
+        const ibv_ah_attr &av = a->ah_attr;
+        if (!av.is_global) return EINVAL;
+        if (av.grh.sgid_index >= ctx_->dev()->gids().size()) return EINVAL;
+        sockaddr_storage ss;
+        socklen_t len;
+        if (!gid_to_sockaddr(av.grh.dgid.raw, 0, ss, len)) return EINVAL;
+    }
+    if ((mask & IBV_QP_DEST_QPN) && (a->dest_qp_num == 0 || a->dest_qp_num > 0xffffff))
+        return EINVAL;
+
+    // Apply.
+    if (mask & IBV_QP_ACCESS_FLAGS) access_ = int(a->qp_access_flags);
+    if (mask & IBV_QP_PKEY_INDEX) attr_.pkey_index = a->pkey_index;
+    if (mask & IBV_QP_PORT) attr_.port_num = a->port_num;
+    if (mask & IBV_QP_QKEY) attr_.qkey = a->qkey;
+    if (mask & IBV_QP_AV) {
+        attr_.ah_attr = a->ah_attr;
+        std::memcpy(remote_gid_, a->ah_attr.grh.dgid.raw, 16);
+    }
+    if (mask & IBV_QP_PATH_MTU) attr_.path_mtu = a->path_mtu;
+    if (mask & IBV_QP_TIMEOUT) attr_.timeout = a->timeout;
+    if (mask & IBV_QP_RETRY_CNT) attr_.retry_cnt = a->retry_cnt;
+    if (mask & IBV_QP_RNR_RETRY) attr_.rnr_retry = a->rnr_retry;
+    if (mask & IBV_QP_RQ_PSN) attr_.rq_psn = a->rq_psn;
+    if (mask & IBV_QP_SQ_PSN) attr_.sq_psn = a->sq_psn;
+    if (mask & IBV_QP_MAX_QP_RD_ATOMIC) attr_.max_rd_atomic = a->max_rd_atomic;
+    if (mask & IBV_QP_MAX_DEST_RD_ATOMIC) attr_.max_dest_rd_atomic = a->max_dest_rd_atomic;
+    if (mask & IBV_QP_MIN_RNR_TIMER) attr_.min_rnr_timer = a->min_rnr_timer;
+    if (mask & IBV_QP_DEST_QPN) {
+        attr_.dest_qp_num = a->dest_qp_num;
+        remote_qpn_ = a->dest_qp_num;
+    }
+    if (mask & IBV_QP_ALT_PATH) {
+        attr_.alt_ah_attr = a->alt_ah_attr;
+        attr_.alt_pkey_index = a->alt_pkey_index;
+        attr_.alt_port_num = a->alt_port_num;
+        attr_.alt_timeout = a->alt_timeout;
+    }
+    if (mask & IBV_QP_PATH_MIG_STATE) attr_.path_mig_state = a->path_mig_state;
+    if (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY) attr_.en_sqd_async_notify = a->en_sqd_async_notify;
+
+    if (!(mask & IBV_QP_STATE) || next == actual) {
+        if (next == IBV_QPS_RTS) progress(lk);
+        return 0;
+    }
+    qp_base.state = next;
+    attr_.qp_state = next;
+    switch (next) {
+        case IBV_QPS_RESET: {
+            if (stream_) {
+                transport::ProgressEngine::get().unwatch(stream_->fd());
+                stream_.reset();
+            }
+            auto hs = std::move(handshake_);
+            connecting_ = false;
+            sq_head_ = sq_count_ = sq_tx_ = 0;
+            tx_off_ = 0;
+            if (!srq_) rq_.init(rq_.depth(), max_recv_sge_);
+            next_seq_ = send_msn_ = read_msn_ = atomic_msn_ = 1;
+            acked_seq_ = executed_seq_ = acked_sent_ = 0;
+            rd_outstanding_ = resp_head_ = resp_count_ = 0;
+            rnr_wait_ = rnr_dropping_ = recv_active_ = fatal_pending_ = term_pending_ = false;
+            send_resync_ = tx_imm_stage_ = false;
+            ctrl_.clear();
+            access_ = 0;
+            if (hs) {
+                lk.unlock();
+                hs->cancel();
+                lk.lock();
+            }
+            break;
+        }
+        case IBV_QPS_ERR:
+            move_to_error(lk);
+            break;
+        case IBV_QPS_RTR:
+            dial_backoff_ns_ = 0;
+            if (i_dial()) start_connect(lk);
+            break;
+        case IBV_QPS_RTS:
+            last_progress_ns_ = now_ns();
+            progress(lk);
+            break;
+        case IBV_QPS_SQD:
+            if (sq_tx_ == sq_count_ && attr_.en_sqd_async_notify) report_async(IBV_EVENT_SQ_DRAINED);
+            break;
+        default:
+            break;
+    }
+    return 0;
+}
+
+int Qp::query(ibv_qp_attr *a, int, ibv_qp_init_attr *init) {
+    Lock lk(mu_);
+    *a = attr_;
+    a->qp_state = qp_base.state;
+    a->cur_qp_state = qp_base.state;
+    a->qp_access_flags = unsigned(access_);
+    a->cap.max_send_wr = uint32_t(sq_.size());
+    a->cap.max_recv_wr = srq_ ? 0 : rq_.depth();
+    a->cap.max_send_sge = max_send_sge_;
+    a->cap.max_recv_sge = srq_ ? 0 : max_recv_sge_;
+    a->cap.max_inline_data = max_inline_;
+    a->sq_draining = qp_base.state == IBV_QPS_SQD && sq_tx_ < sq_count_;
+    if (init) {
+        *init = {};
+        init->qp_context = qp_base.qp_context;
+        init->send_cq = qp_base.send_cq;
+        init->recv_cq = qp_base.recv_cq;
+        init->srq = qp_base.srq;
+        init->cap = a->cap;
+        init->qp_type = qp_base.qp_type;
+        init->sq_sig_all = sq_sig_all_;
+    }
+    return 0;
+}
+
+// ------------------------------------------------------------------------------- posting
+
+int Qp::validate_send(const ibv_send_wr &wr) const {
+    if (wr.num_sge < 0 || uint32_t(wr.num_sge) > max_send_sge_) return EINVAL;
+    if (wr.num_sge > 0 && !wr.sg_list) return EINVAL;
+    switch (wr.opcode) {
+        case IBV_WR_SEND:
+        case IBV_WR_SEND_WITH_IMM:
+        case IBV_WR_RDMA_WRITE:
+        case IBV_WR_RDMA_WRITE_WITH_IMM:
+            break;
+        case IBV_WR_SEND_WITH_INV:
+        case IBV_WR_RDMA_READ:
+        case IBV_WR_ATOMIC_CMP_AND_SWP:
+        case IBV_WR_ATOMIC_FETCH_AND_ADD:
+            if (qp_base.qp_type != IBV_QPT_RC) return EINVAL;
+            break;
+        default:
+            return EINVAL;
+    }
+    uint64_t total = 0;
+    for (int i = 0; i < wr.num_sge; ++i) total += wr.sg_list[i].length;
+    if ((wr.send_flags & IBV_SEND_INLINE) && total > max_inline_) return EINVAL;
+    if (is_atomic(wr.opcode)) {
+        if (wr.num_sge != 1 || wr.sg_list[0].length != 8) return EINVAL;
+        if (wr.send_flags & IBV_SEND_INLINE) return EINVAL;
+    }
+    if (wr.opcode == IBV_WR_RDMA_READ && (wr.send_flags & IBV_SEND_INLINE)) return EINVAL;
+    if (total > (1ull << 31)) return EINVAL;
+    return 0;
+}
+
+int Qp::post_one_send(const ibv_send_wr &wr, Lock &) {
+    if (int e = validate_send(wr)) return e;
+    if (sq_count_ == sq_.size()) return ENOMEM;
+    const uint32_t slot = sq_slot(*this, sq_count_);
+    SendWqe &w = sq_[slot];
+    w = SendWqe{};
+    w.wr_id = wr.wr_id;
+    w.opcode = wr.opcode;
+    w.flags = wr.send_flags;
+    w.num_sge = uint32_t(wr.num_sge);
+    w.rnr_left = attr_.rnr_retry;
+    Sge *sg = &sq_sges_[size_t(slot) * max_send_sge_];
+    for (int i = 0; i < wr.num_sge; ++i) {
+        sg[i] = {wr.sg_list[i].addr, wr.sg_list[i].length, wr.sg_list[i].lkey};
+        w.total_len += wr.sg_list[i].length;
+    }
+    if (wr.send_flags & IBV_SEND_INLINE) {
+        // The data is captured now; the buffers may be reused as soon as we return.
+        uint8_t *dst = &sq_inline_[size_t(slot) * max_inline_];
+        for (int i = 0; i < wr.num_sge; ++i) {
+            std::memcpy(dst, reinterpret_cast<const void *>(uintptr_t(wr.sg_list[i].addr)),
+                        wr.sg_list[i].length);
+            dst += wr.sg_list[i].length;
+        }
+        w.is_inline = true;
+    }
+    switch (wr.opcode) {
+        case IBV_WR_RDMA_WRITE:
+        case IBV_WR_RDMA_WRITE_WITH_IMM:
+        case IBV_WR_RDMA_READ:
+            w.remote_addr = wr.wr.rdma.remote_addr;
+            w.rkey = wr.wr.rdma.rkey;
+            break;
+        case IBV_WR_ATOMIC_CMP_AND_SWP:
+        case IBV_WR_ATOMIC_FETCH_AND_ADD:
+            w.remote_addr = wr.wr.atomic.remote_addr;
+            w.rkey = wr.wr.atomic.rkey;
+            w.compare_add = wr.wr.atomic.compare_add;
+            w.swap = wr.wr.atomic.swap;
+            break;
+        default:
+            break;
+    }
+    if (wr.opcode == IBV_WR_SEND_WITH_IMM || wr.opcode == IBV_WR_RDMA_WRITE_WITH_IMM)
+        w.imm_or_inv = wr.imm_data;
+    if (wr.opcode == IBV_WR_SEND_WITH_INV) w.imm_or_inv = wr.invalidate_rkey;
+    if (sq_tx_ == sq_count_ && !rnr_wait_) last_progress_ns_ = now_ns();
+    ++sq_count_;
+    return 0;
+}
+
+int Qp::post_send(ibv_send_wr *wr, ibv_send_wr **bad) {
+    Lock lk(mu_);
+    const ibv_qp_state st = qp_base.state;
+    if (destroyed_ || st == IBV_QPS_RESET || st == IBV_QPS_INIT || st == IBV_QPS_RTR) {
+        if (bad) *bad = wr;
+        return EINVAL;
+    }
+    for (; wr; wr = wr->next) {
+        if (int e = post_one_send(*wr, lk)) {
+            if (bad) *bad = wr;
+            if (st == IBV_QPS_ERR) flush_all(lk);
+            else progress(lk);
+            return e;
+        }
+    }
+    if (st == IBV_QPS_ERR) flush_all(lk);
+    else progress(lk);
+    return 0;
+}
+
+int Qp::post_recv(ibv_recv_wr *wr, ibv_recv_wr **bad) {
+    Lock lk(mu_);
+    if (destroyed_ || srq_ || qp_base.state == IBV_QPS_RESET) {
+        if (bad) *bad = wr;
+        return EINVAL;
+    }
+    for (; wr; wr = wr->next) {
+        if (wr->num_sge < 0 || uint32_t(wr->num_sge) > max_recv_sge_ ||
+            (wr->num_sge > 0 && !wr->sg_list)) {
+            if (bad) *bad = wr;
+            return EINVAL;
+        }
+        if (rq_.full()) {
+            if (bad) *bad = wr;
+            return ENOMEM;
+        }
+        rq_.push(*wr);
+    }
+    if (qp_base.state == IBV_QPS_ERR) flush_all(lk);
+    return 0;
+}
+
+// ---------------------------------------------------------------------------- completions
+
+void Qp::complete_send(SendWqe &w, ibv_wc_status st) {
+    const bool signalled = sq_sig_all_ || (w.flags & IBV_SEND_SIGNALED);
+    if (st == IBV_WC_SUCCESS && !signalled) return;
+    ibv_wc wc{};
+    wc.wr_id = w.wr_id;
+    wc.status = st;
+    wc.opcode = wc_opcode_for(w.opcode);
+    wc.qp_num = qp_base.qp_num;
+    if (st == IBV_WC_SUCCESS) {
+        if (w.opcode == IBV_WR_RDMA_READ) wc.byte_len = uint32_t(w.total_len);
+        if (is_atomic(w.opcode)) wc.byte_len = 8;
+    }
+    if (!scq_->push(wc, false)) report_async(IBV_EVENT_CQ_ERR);
+}
+
+void Qp::complete_recv(const RecvWqe &r, ibv_wc_status st, ibv_wc_opcode op, uint32_t byte_len,
+                       uint32_t imm, unsigned wc_flags, bool solicited) {
+    ibv_wc wc{};
+    wc.wr_id = r.wr_id;
+    wc.status = st;
+    wc.opcode = op;
+    wc.byte_len = byte_len;
+    wc.qp_num = qp_base.qp_num;
+    wc.src_qp = remote_qpn_;
+    wc.wc_flags = wc_flags;
+    if (wc_flags & IBV_WC_WITH_IMM) wc.imm_data = imm;
+    if (wc_flags & IBV_WC_WITH_INV) wc.invalidated_rkey = imm;
+    if (!rcq_->push(wc, solicited)) report_async(IBV_EVENT_CQ_ERR);
+}
+
+void Qp::retire_sends() {
+    while (sq_count_ && sq_tx_ && sq_[sq_head_].done) {
+        SendWqe &w = sq_[sq_head_];
+        complete_send(w, w.status);
+        sq_head_ = (sq_head_ + 1) % uint32_t(sq_.size());
+        --sq_count_;
+        --sq_tx_;
+    }
+    if (qp_base.state == IBV_QPS_SQD && sq_count_ == 0 && attr_.en_sqd_async_notify)
+        report_async(IBV_EVENT_SQ_DRAINED);
+}
+
+void Qp::flush_all(Lock &) {
+    // Send queue: in order; a WQE that already has its own error keeps it.
+    while (sq_count_) {
+        SendWqe &w = sq_[sq_head_];
+        ibv_wc_status st = w.done ? w.status : IBV_WC_WR_FLUSH_ERR;
+        if (st == IBV_WC_SUCCESS && !w.done) st = IBV_WC_WR_FLUSH_ERR;
+        complete_send(w, st);
+        sq_head_ = (sq_head_ + 1) % uint32_t(sq_.size());
+        --sq_count_;
+    }
+    sq_tx_ = 0;
+    tx_off_ = 0;
+    tx_imm_stage_ = false;
+    rd_outstanding_ = 0;
+    if (recv_active_) {
+        complete_recv(cur_recv_, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, 0, 0, false);
+        recv_active_ = false;
+    }
+    if (!srq_) {
+        while (!rq_.empty()) {
+            complete_recv(rq_.front(), IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, 0, 0, false);
+            rq_.pop();
+        }
+    }
+}
+
+void Qp::move_to_error(Lock &lk) {
+    const bool was_err = qp_base.state == IBV_QPS_ERR && !stream_;
+    qp_base.state = IBV_QPS_ERR;
+    attr_.qp_state = IBV_QPS_ERR;
+    if (stream_) {
+        transport::ProgressEngine::get().unwatch(stream_->fd());
+        stream_.reset();
+    }
+    auto hs = std::move(handshake_);
+    connecting_ = false;
+    fatal_pending_ = term_pending_ = false;
+    ctrl_.clear();
+    resp_count_ = 0;
+    flush_all(lk);
+    if (srq_ && !was_err) report_async(IBV_EVENT_QP_LAST_WQE_REACHED);
+    if (hs) {
+        lk.unlock();
+        hs->cancel();
+        lk.lock();
+    }
+}
+
+void Qp::report_async(ibv_event_type t) {
+    ibv_async_event ev{};
+    ev.event_type = t;
+    if (t == IBV_EVENT_CQ_ERR)
+        ev.element.cq = scq_->cq();
+    else
+        ev.element.qp = &qp_base;
+    ctx_->post_async(ev);
+}
+
+// ------------------------------------------------------------------------------- progress
+
+uint64_t Qp::retry_budget_ns() const {
+    if (attr_.timeout == 0) return 0;  // 0 = wait forever
+    const uint64_t t = 4096ull << attr_.timeout;  // 4.096 us * 2^timeout, in ns
+    return t * (uint64_t(attr_.retry_cnt) + 1);
+}
+
+void Qp::progress(Lock &lk) {
+    if (destroyed_) return;
+    const ibv_qp_state st = qp_base.state;
+    if (st == IBV_QPS_RESET || st == IBV_QPS_INIT || st == IBV_QPS_ERR) return;
+    if (!stream_) {
+        if (!connecting_ && i_dial() && now_ns() >= next_dial_ns_) start_connect(lk);
+        arm_timer(lk);
+        return;
+    }
+    bool progressed;
+    auto rs = stream_->pump_rx(*this, 256, progressed);
+    if (destroyed_ || !stream_) return;
+    if (rs != transport::IoStatus::kOk) return on_stream_lost(lk, stream_->protocol_error());
+    bool blocked;
+    auto ts = stream_->pump_tx(*this, blocked);
+    if (ts != transport::IoStatus::kOk) return on_stream_lost(lk, false);
+    if (fatal_pending_ && !term_pending_ && !stream_->tx_pending()) {
+        // Our NAK/TERMINATE went out: the connection ends here, as iWARP closes after one.
+        move_to_error(lk);
+        return;
+    }
+    if (blocked != tx_blocked_) {
+        tx_blocked_ = blocked;
+        transport::ProgressEngine::get().rearm(
+            stream_->fd(), shared_from_this(),
+            EPOLLIN | EPOLLRDHUP | (blocked ? uint32_t(EPOLLOUT) : 0u));
+    }
+    arm_timer(lk);
+}
+
+void Qp::progress_from_poller() {
+    Lock lk(mu_, std::try_to_lock);
+    if (!lk.owns_lock()) return;  // someone else is progressing this QP right now
+    progress(lk);
+}
+
+void Qp::on_io(uint32_t) {
+    Lock lk(mu_);
+    progress(lk);
+}
+
+void Qp::arm_timer(Lock &) {
+    if (destroyed_) return;
+    uint64_t when = UINT64_MAX;
+    if (rnr_wait_) when = std::min(when, rnr_resume_ns_);
+    if (!stream_ && !connecting_ && next_dial_ns_ && i_dial()) when = std::min(when, next_dial_ns_);
+    const bool outstanding = sq_count_ > 0 && (sq_tx_ > 0 || !stream_);
+    const uint64_t budget = retry_budget_ns();
+    if (outstanding && budget && !rnr_wait_ && qp_base.qp_type == IBV_QPT_RC)
+        when = std::min(when, last_progress_ns_ + budget);
+    if (when == UINT64_MAX) return;
+    const uint64_t now = now_ns();
+    if (timer_at_ && timer_at_ <= when && timer_at_ > now) return;
+    timer_at_ = when;
+    transport::ProgressEngine::get().schedule(shared_from_this(), when);
+}
+
+void Qp::on_timer() {
+    Lock lk(mu_);
+    timer_at_ = 0;
+    if (destroyed_) return;
+    const uint64_t now = now_ns();
+    if (rnr_wait_ && now >= rnr_resume_ns_) {
+        rnr_wait_ = false;
+        send_resync_ = true;
+        last_progress_ns_ = now;
+    }
+    const uint64_t budget = retry_budget_ns();
+    const bool outstanding = sq_count_ > 0 && (sq_tx_ > 0 || !stream_);
+    if (outstanding && budget && !rnr_wait_ && qp_base.qp_type == IBV_QPT_RC &&
+        now >= last_progress_ns_ + budget && qp_base.state != IBV_QPS_ERR) {
+        // Nothing acknowledged within timeout * (retry_cnt + 1): the peer is gone.
+        for (uint32_t i = 0; i < sq_count_; ++i) {
+            SendWqe &w = sq_[sq_slot(*this, i)];
+            if (!w.done) {
+                w.done = true;
+                w.status = IBV_WC_RETRY_EXC_ERR;
+                break;
+            }
+        }
+        SR_DEBUG("qp %u: retry budget exhausted", qp_base.qp_num);
+        move_to_error(lk);
+        return;
+    }
+    progress(lk);
+}
+
+}  // namespace softrdma::verbs

@@ -1,0 +1,236 @@
+// Queue pair: the verbs-level state machine and work queues, plus (for RC/UC) the protocol
+// over one TCP connection. The code is split by job like siw: qp.cpp (verbs entry points,
+// state, completions), qp_connect.cpp (joining the peer), qp_tx.cpp (requester and response
+// transmission), qp_rx.cpp (placement and completion of incoming segments).
+#pragma once
+#include <infiniband/verbs.h>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "transport/fpdu_stream.h"
+#include "transport/mpa_handshake.h"
+#include "transport/progress_engine.h"
+#include "transport/qp_listener.h"
+#include "verbs/mr.h"
+#include "verbs/work_queue.h"
+
+namespace softrdma::verbs {
+
+class Context;
+class Cq;
+class Srq;
+struct Pd;
+
+struct SendWqe {
+    uint64_t wr_id = 0;
+    ibv_wr_opcode opcode = IBV_WR_SEND;
+    unsigned flags = 0;
+    uint32_t num_sge = 0;
+    uint64_t total_len = 0;
+    uint64_t remote_addr = 0;
+    uint32_t rkey = 0;
+    uint32_t imm_or_inv = 0;  // imm_data (network order as given) or invalidate rkey
+    uint64_t compare_add = 0;
+    uint64_t swap = 0;
+    bool is_inline = false;
+    // Protocol progress.
+    uint32_t first_seq = 0, last_seq = 0;  // request sequence numbers this WQE used
+    uint32_t send_msn = 0, read_msn = 0;   // MSN counters before this WQE (for replays)
+    bool queued = false;  // every segment handed to the stream
+    bool done = false;    // nothing more to wait for
+    ibv_wc_status status = IBV_WC_SUCCESS;
+    uint64_t received = 0;  // READ response bytes placed
+    uint8_t rnr_left = 0;
+    uint32_t resp_msn = 0;  // MSN of the READ/atomic request (matches its response)
+};
+
+// Outgoing work the responder owes the peer (read responses, atomic responses).
+struct ResponseJob {
+    enum class Kind : uint8_t { kReadResponse, kAtomicResponse } kind;
+    uint8_t *src = nullptr;  // checked window in a registered region
+    uint32_t length = 0;
+    uint32_t sent = 0;
+    uint32_t sink_stag = 0;
+    uint64_t sink_to = 0;
+    uint32_t msn = 0;
+    uint64_t atomic_value = 0;
+};
+
+class Qp : public ibv_qp_ex,
+           public transport::Pollable,
+           public transport::QpAcceptor,
+           public transport::StreamHandler,
+           public std::enable_shared_from_this<Qp> {
+public:
+    static std::shared_ptr<Qp> create(Context *ctx, ibv_qp_init_attr_ex &attr, int &err);
+    Qp(Context *ctx, const ibv_qp_init_attr_ex &attr);
+    ~Qp() override;
+    static Qp *from(ibv_qp *q) {
+        return static_cast<Qp *>(reinterpret_cast<ibv_qp_ex *>(q));
+    }
+    ibv_qp *qp() { return &qp_base; }
+
+    int modify(ibv_qp_attr *attr, int mask);
+    int query(ibv_qp_attr *attr, int mask, ibv_qp_init_attr *init);
+    int post_send(ibv_send_wr *wr, ibv_send_wr **bad);
+    int post_recv(ibv_recv_wr *wr, ibv_recv_wr **bad);
+    // Tears down the connection and unhooks from CQs; the object dies with its last ref.
+    void shutdown();
+    void progress_from_poller();
+
+    // transport::Pollable
+    void on_io(uint32_t events) override;
+    void on_timer() override;
+    // transport::QpAcceptor
+    transport::MpaHandshake::Decision on_hello(const wire::MpaFrame &req,
+                                               const wire::QpHello &hello) override;
+    void on_passive_connected(transport::MpaHandshake::Result &&r) override;
+    // transport::StreamHandler
+    bool place(const wire::SegmentHeader &h, transport::Placement &p) override;
+    bool on_segment(const wire::SegmentHeader &h, std::span<const uint8_t> scratch) override;
+    bool fill_tx(transport::TxBatch &batch) override;
+
+    // The ibv_wr_* (ibv_qp_ex) builder: WRs are staged as ibv_send_wr and posted through
+    // the same checks as ibv_post_send; wr_complete commits or rolls back the batch.
+    void wr_begin();
+    ibv_send_wr &wr_new(ibv_wr_opcode op);
+    void wr_set_sges(const ibv_sge *sg, size_t n, bool inline_data);
+    int wr_finish(bool commit);
+
+private:
+    friend class QpTestPeer;
+    using Lock = std::unique_lock<std::mutex>;
+
+    // qp.cpp
+    int post_one_send(const ibv_send_wr &wr, Lock &lk);
+    int validate_send(const ibv_send_wr &wr) const;
+    void move_to_error(Lock &lk);
+    void flush_all(Lock &lk);
+    void complete_send(SendWqe &w, ibv_wc_status st);
+    void complete_recv(const RecvWqe &r, ibv_wc_status st, ibv_wc_opcode op, uint32_t byte_len,
+                       uint32_t imm, unsigned wc_flags, bool solicited);
+    void retire_sends();
+    void report_async(ibv_event_type t);
+    void progress(Lock &lk);
+    void arm_timer(Lock &lk);
+    uint64_t retry_budget_ns() const;
+
+    // qp_connect.cpp
+    bool i_dial() const;
+    void start_connect(Lock &lk);
+    void on_active_done(transport::MpaHandshake::Result &&r);
+    void adopt_stream(transport::MpaHandshake::Result &&r, Lock &lk);
+    void on_stream_lost(Lock &lk, bool peer_error);
+    std::vector<uint8_t> build_hello(bool reply, wire::QpHelloStatus st) const;
+
+    // qp_tx.cpp
+    bool emit_control(transport::TxBatch &b);
+    bool emit_responses(transport::TxBatch &b);
+    bool emit_requests(transport::TxBatch &b);
+    bool emit_wqe(transport::TxBatch &b, SendWqe &w, uint32_t idx);
+    void queue_control(wire::ControlType t, uint32_t seq, uint32_t arg);
+    void queue_terminate(uint8_t etype, uint8_t ecode);
+    bool sge_iov(const Sge *sges, uint32_t n, uint64_t off, uint64_t len, iovec *out, int &cnt,
+                 int max, int access);
+
+    // qp_rx.cpp
+    bool place_write(const wire::SegmentHeader &h, transport::Placement &p);
+    bool place_send(const wire::SegmentHeader &h, transport::Placement &p);
+    bool place_read_response(const wire::SegmentHeader &h, transport::Placement &p);
+    bool handle_read_request(std::span<const uint8_t> payload);
+    bool handle_atomic_request(const wire::SegmentHeader &h, std::span<const uint8_t> payload);
+    bool handle_atomic_response(const wire::SegmentHeader &h, std::span<const uint8_t> payload);
+    bool handle_control(std::span<const uint8_t> payload);
+    bool handle_immediate(const wire::SegmentHeader &h, std::span<const uint8_t> payload);
+    void responder_fail(wire::NakCode code, uint8_t etype, uint8_t ecode);
+    void request_executed();
+    bool take_recv(RecvWqe &out);
+
+public:
+    // Everything below is guarded by mu_.
+    std::mutex mu_;
+    Context *ctx_;
+    Pd *pd_;
+    Cq *scq_;
+    Cq *rcq_;
+    Srq *srq_;
+    bool sq_sig_all_;
+    uint32_t max_inline_;
+    uint32_t max_send_sge_, max_recv_sge_;
+    bool destroyed_ = false;
+
+    // Attributes set by modify.
+    ibv_qp_attr attr_{};
+    int access_ = 0;
+    uint8_t remote_gid_[16] = {};
+    uint32_t remote_qpn_ = 0;
+
+    // Send queue: ring of WQEs [head_, tail_), tx_ is the next to transmit.
+    std::vector<SendWqe> sq_;
+    std::vector<Sge> sq_sges_;
+    std::vector<uint8_t> sq_inline_;
+    uint32_t sq_head_ = 0, sq_count_ = 0, sq_tx_ = 0;  // tx_ counts from head
+    uint64_t tx_off_ = 0;  // bytes of the current WQE already segmented
+    RecvQueue rq_;
+    std::vector<Sge> recv_scratch_sges_;
+
+    // Protocol state.
+    std::unique_ptr<transport::FpduStream> stream_;
+    std::shared_ptr<transport::MpaHandshake> handshake_;
+    bool ext_ = false;            // both ends speak the softrdma extensions
+    bool connecting_ = false;
+    bool tx_blocked_ = false;
+    uint64_t next_dial_ns_ = 0;
+    uint64_t dial_backoff_ns_ = 0;
+    uint32_t peer_ird_ = kDefaultIrd;
+    static constexpr uint32_t kDefaultIrd = 16;
+
+    // Requester.
+    uint32_t next_seq_ = 1;        // sequence number of the next request message
+    uint32_t send_msn_ = 1, read_msn_ = 1, atomic_msn_ = 1;
+    uint32_t acked_seq_ = 0;
+    uint32_t rd_outstanding_ = 0;  // READs + atomics in flight
+    uint64_t last_progress_ns_ = 0;  // last ACK/response while requests were outstanding
+    uint64_t timer_at_ = 0;          // deadline of the engine timer we have pending
+    bool tx_imm_stage_ = false;      // WRITE WITH IMM: data queued, immediate not yet
+    bool rnr_wait_ = false;
+    uint64_t rnr_resume_ns_ = 0;
+    uint32_t resync_seq_ = 0;
+    bool send_resync_ = false;
+
+    // Responder.
+    uint32_t executed_seq_ = 0;  // requests executed, cumulative
+    uint32_t acked_sent_ = 0;
+    bool rnr_dropping_ = false;
+    bool recv_active_ = false;  // a multi-segment SEND is being placed
+    RecvWqe cur_recv_{};
+    std::vector<Sge> cur_recv_sges_;
+    uint32_t cur_recv_msn_ = 0;
+    uint64_t cur_recv_len_ = 0;
+    bool cur_recv_error_ = false;
+    std::vector<ResponseJob> responses_;
+    uint32_t resp_head_ = 0, resp_count_ = 0;
+    bool fatal_pending_ = false;  // a NAK/TERMINATE is queued; close after sending
+    struct ControlMsg {
+        wire::ControlType type;
+        uint32_t seq, arg;
+    };
+    std::vector<ControlMsg> ctrl_;
+    bool term_pending_ = false;
+    uint8_t term_etype_ = 0, term_ecode_ = 0;
+
+    // ibv_wr_* builder.
+    uint32_t wr_start_count_ = 0;
+    int wr_error_ = 0;
+    bool wr_staged_ = false;
+    ibv_send_wr wr_stage_{};
+    ibv_sge wr_sges_[32]{};
+    void wr_flush_stage();
+};
+
+uint32_t sq_slot(const Qp &qp, uint32_t i);
+
+}  // namespace softrdma::verbs

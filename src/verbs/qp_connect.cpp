@@ -1,0 +1,198 @@
+// Joining two raw-verbs QPs: the QP with the smaller (GID, QPN) dials the other's listener
+// once it reaches RTR; the other answers from its listener. See docs/wire.md §3.
+#include <sys/epoll.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "verbs/context.h"
+#include "verbs/qp.h"
+
+namespace softrdma::verbs {
+namespace {
+
+constexpr uint64_t kHandshakeTimeoutNs = 5'000'000'000ull;
+constexpr uint64_t kDialBackoffMinNs = 2'000'000ull;
+constexpr uint64_t kDialBackoffMaxNs = 100'000'000ull;
+
+bool want_crc() {
+    static const bool on = [] {
+        const char *v = std::getenv("SOFTRDMA_MPA_CRC");
+        return v && std::strcmp(v, "1") == 0;
+    }();
+    return on;
+}
+
+}  // namespace
+
+bool Qp::i_dial() const {
+    const auto gids = ctx_->dev()->gids();
+    const uint8_t idx = attr_.ah_attr.grh.sgid_index;
+    if (idx >= gids.size()) return false;
+    const int c = std::memcmp(gids[idx].raw, remote_gid_, 16);
+    if (c != 0) return c < 0;
+    return qp_base.qp_num < remote_qpn_;
+}
+
+std::vector<uint8_t> Qp::build_hello(bool reply, wire::QpHelloStatus st) const {
+    wire::QpHello h;
+    h.status = st;
+    h.qp_type = uint8_t(qp_base.qp_type);
+    h.src_qpn = qp_base.qp_num;
+    h.dst_qpn = remote_qpn_;
+    const auto gids = ctx_->dev()->gids();
+    if (attr_.ah_attr.grh.sgid_index < gids.size())
+        std::memcpy(h.src_gid, gids[attr_.ah_attr.grh.sgid_index].raw, 16);
+    std::memcpy(h.dst_gid, remote_gid_, 16);
+    wire::MpaFrame f;
+    f.reply = reply;
+    f.flags = wire::kMpaFlagEnhanced | wire::kMpaFlagSoftrdmaExt | (want_crc() ? wire::kMpaFlagCrc : 0);
+    f.ird = uint16_t(attr_.max_dest_rd_atomic);
+    f.ord = uint16_t(attr_.max_rd_atomic);
+    f.private_data.resize(wire::kQpHelloLen);
+    wire::encode_qp_hello(h, f.private_data.data());
+    return wire::encode_mpa_frame(f);
+}
+
+void Qp::start_connect(Lock &lk) {
+    if (connecting_ || stream_ || destroyed_) return;
+    sockaddr_storage ss;
+    socklen_t len;
+    if (!gid_to_sockaddr(remote_gid_, transport::qpn_port(remote_qpn_), ss, len)) return;
+    UniqueFd fd = transport::tcp_connect_nonblocking(reinterpret_cast<sockaddr *>(&ss), len);
+    if (!fd) {
+        next_dial_ns_ = now_ns() + kDialBackoffMaxNs;
+        arm_timer(lk);
+        return;
+    }
+    connecting_ = true;
+    auto request = build_hello(false, wire::QpHelloStatus::kRequest);
+    std::weak_ptr<Qp> self = shared_from_this();
+    lk.unlock();
+    auto hs = transport::MpaHandshake::start_active(
+        std::move(fd), std::move(request), now_ns() + kHandshakeTimeoutNs,
+        [self](transport::MpaHandshake::Result &&r) {
+            if (auto qp = self.lock()) qp->on_active_done(std::move(r));
+        });
+    lk.lock();
+    if (connecting_ && !stream_) handshake_ = hs;
+}
+
+void Qp::on_active_done(transport::MpaHandshake::Result &&r) {
+    Lock lk(mu_);
+    connecting_ = false;
+    handshake_.reset();
+    const ibv_qp_state st = qp_base.state;
+    if (destroyed_ || stream_ || st == IBV_QPS_RESET || st == IBV_QPS_INIT || st == IBV_QPS_ERR)
+        return;
+    wire::QpHello hello;
+    if (r.err == 0 && (!wire::decode_qp_hello(r.peer.private_data, hello) ||
+                       hello.status != wire::QpHelloStatus::kAccept ||
+                       hello.src_qpn != remote_qpn_))
+        r.err = ECONNREFUSED;
+    if (r.err) {
+        // The peer QP may not exist yet (it reaches RTR later): try again shortly. The
+        // retry budget of posted work decides when to give up.
+        dial_backoff_ns_ = dial_backoff_ns_ ? std::min(dial_backoff_ns_ * 2, kDialBackoffMaxNs)
+                                            : kDialBackoffMinNs;
+        next_dial_ns_ = now_ns() + dial_backoff_ns_;
+        SR_DEBUG("qp %u: dial to qpn %u failed (%d), retry in %llu us", qp_base.qp_num,
+                 remote_qpn_, r.err, (unsigned long long)(dial_backoff_ns_ / 1000));
+        arm_timer(lk);
+        return;
+    }
+    adopt_stream(std::move(r), lk);
+}
+
+transport::MpaHandshake::Decision Qp::on_hello(const wire::MpaFrame &req,
+                                               const wire::QpHello &hello) {
+    using Kind = transport::MpaHandshake::Decision::Kind;
+    transport::MpaHandshake::Decision d;
+    Lock lk(mu_);
+    const ibv_qp_state st = qp_base.state;
+    auto reject = [&](wire::QpHelloStatus s) {
+        d.kind = Kind::kReply;
+        d.reply = transport::encode_hello_reply(hello, s, 0, 0, 0);
+        d.accepted = false;
+        return d;
+    };
+    if (destroyed_ || st == IBV_QPS_ERR) return reject(wire::QpHelloStatus::kNoSuchQp);
+    if (hello.qp_type != uint8_t(qp_base.qp_type)) return reject(wire::QpHelloStatus::kBadType);
+    if (st == IBV_QPS_RESET || st == IBV_QPS_INIT) {
+        d.kind = Kind::kDefer;  // the application has not given us the peer yet
+        return d;
+    }
+    if (hello.src_qpn != remote_qpn_) return reject(wire::QpHelloStatus::kWrongPeer);
+    uint16_t flags = wire::kMpaFlagEnhanced;
+    if (req.flags & wire::kMpaFlagSoftrdmaExt) flags |= wire::kMpaFlagSoftrdmaExt;
+    if ((req.flags & wire::kMpaFlagCrc) || want_crc()) flags |= wire::kMpaFlagCrc;
+    d.kind = Kind::kReply;
+    d.reply = transport::encode_hello_reply(hello, wire::QpHelloStatus::kAccept, flags,
+                                            uint16_t(attr_.max_dest_rd_atomic),
+                                            uint16_t(attr_.max_rd_atomic));
+    d.accepted = true;
+    return d;
+}
+
+void Qp::on_passive_connected(transport::MpaHandshake::Result &&r) {
+    Lock lk(mu_);
+    const ibv_qp_state st = qp_base.state;
+    if (destroyed_ || st == IBV_QPS_RESET || st == IBV_QPS_INIT || st == IBV_QPS_ERR) return;
+    if (stream_) {
+        // The peer reconnected (it lost the old stream first): the new one wins.
+        transport::ProgressEngine::get().unwatch(stream_->fd());
+        stream_.reset();
+    }
+    adopt_stream(std::move(r), lk);
+}
+
+void Qp::adopt_stream(transport::MpaHandshake::Result &&r, Lock &lk) {
+    // The request and the reply agree on both flags (the passive side echoes them).
+    const uint16_t peer = r.peer.flags;
+    const bool crc = (peer & wire::kMpaFlagCrc) || want_crc();
+    ext_ = (peer & wire::kMpaFlagSoftrdmaExt) != 0;
+    peer_ird_ = r.peer.ird & wire::kMpaV2IrdOrdMask;
+    stream_ = std::make_unique<transport::FpduStream>(std::move(r.fd), crc);
+    tx_blocked_ = false;
+    dial_backoff_ns_ = 0;
+    next_dial_ns_ = 0;
+    last_progress_ns_ = now_ns();
+    if (!transport::ProgressEngine::get().watch(stream_->fd(), shared_from_this(),
+                                                EPOLLIN | EPOLLRDHUP)) {
+        stream_.reset();
+        return;
+    }
+    SR_DEBUG("qp %u: connected to qpn %u (ext=%d crc=%d)", qp_base.qp_num, remote_qpn_, ext_,
+             crc);
+    progress(lk);
+}
+
+void Qp::on_stream_lost(Lock &lk, bool protocol_error) {
+    SR_DEBUG("qp %u: stream lost (%s)", qp_base.qp_num, protocol_error ? "protocol error" : "closed");
+    transport::ProgressEngine::get().unwatch(stream_->fd());
+    stream_.reset();
+    // Work the peer never acknowledged cannot be delivered any more.
+    bool outstanding = recv_active_;
+    for (uint32_t i = 0; i < sq_tx_ && !outstanding; ++i)
+        outstanding = !sq_[sq_slot(*this, i)].done;
+    if (outstanding || protocol_error || fatal_pending_) {
+        for (uint32_t i = 0; i < sq_tx_; ++i) {
+            SendWqe &w = sq_[sq_slot(*this, i)];
+            if (!w.done) {
+                w.done = true;
+                w.status = protocol_error ? IBV_WC_REM_OP_ERR : IBV_WC_RETRY_EXC_ERR;
+                break;
+            }
+        }
+        move_to_error(lk);
+        return;
+    }
+    // Idle: redial when there is something to send (the dialing side only).
+    tx_off_ = 0;
+    arm_timer(lk);
+}
+
+}  // namespace softrdma::verbs

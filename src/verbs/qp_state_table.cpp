@@ -1,0 +1,131 @@
+#include "verbs/qp_state_table.h"
+
+namespace softrdma::verbs {
+namespace {
+
+enum TypeIdx { kUd = 0, kUc = 1, kRc = 2, kNumTypes = 3 };
+
+struct Rule {
+    bool valid = false;
+    int req[kNumTypes] = {};
+    int opt[kNumTypes] = {};
+};
+
+constexpr int kStates = IBV_QPS_ERR + 1;
+
+struct Table {
+    Rule r[kStates][kStates];
+    constexpr Table() {
+        for (int s = 0; s < kStates; ++s) {
+            r[s][IBV_QPS_RESET].valid = true;
+            r[s][IBV_QPS_ERR].valid = true;
+        }
+        Rule &reset_init = r[IBV_QPS_RESET][IBV_QPS_INIT];
+        reset_init.valid = true;
+        reset_init.req[kUd] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY;
+        reset_init.req[kUc] = reset_init.req[kRc] =
+            IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+
+        Rule &init_init = r[IBV_QPS_INIT][IBV_QPS_INIT];
+        init_init.valid = true;
+        init_init.opt[kUd] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY;
+        init_init.opt[kUc] = init_init.opt[kRc] =
+            IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+
+        Rule &init_rtr = r[IBV_QPS_INIT][IBV_QPS_RTR];
+        init_rtr.valid = true;
+        init_rtr.req[kUc] = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+        init_rtr.req[kRc] = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                            IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+        init_rtr.opt[kUd] = IBV_QP_PKEY_INDEX | IBV_QP_QKEY;
+        init_rtr.opt[kUc] = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX;
+        init_rtr.opt[kRc] = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX;
+
+        Rule &rtr_rts = r[IBV_QPS_RTR][IBV_QPS_RTS];
+        rtr_rts.valid = true;
+        rtr_rts.req[kUd] = IBV_QP_SQ_PSN;
+        rtr_rts.req[kUc] = IBV_QP_SQ_PSN;
+        rtr_rts.req[kRc] = IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+                           IBV_QP_MAX_QP_RD_ATOMIC;
+        rtr_rts.opt[kUd] = IBV_QP_CUR_STATE | IBV_QP_QKEY;
+        rtr_rts.opt[kUc] =
+            IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PATH_MIG_STATE;
+        rtr_rts.opt[kRc] = IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
+                           IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE;
+
+        Rule &rts_rts = r[IBV_QPS_RTS][IBV_QPS_RTS];
+        rts_rts.valid = true;
+        rts_rts.opt[kUd] = IBV_QP_CUR_STATE | IBV_QP_QKEY;
+        rts_rts.opt[kUc] =
+            IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE;
+        rts_rts.opt[kRc] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH |
+                           IBV_QP_PATH_MIG_STATE | IBV_QP_MIN_RNR_TIMER;
+
+        Rule &rts_sqd = r[IBV_QPS_RTS][IBV_QPS_SQD];
+        rts_sqd.valid = true;
+        rts_sqd.opt[kUd] = rts_sqd.opt[kUc] = rts_sqd.opt[kRc] = IBV_QP_EN_SQD_ASYNC_NOTIFY;
+
+        Rule &sqd_rts = r[IBV_QPS_SQD][IBV_QPS_RTS];
+        sqd_rts.valid = true;
+        sqd_rts.opt[kUd] = IBV_QP_CUR_STATE | IBV_QP_QKEY;
+        sqd_rts.opt[kUc] =
+            IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PATH_MIG_STATE;
+        sqd_rts.opt[kRc] = IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
+                           IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE;
+
+        Rule &sqd_sqd = r[IBV_QPS_SQD][IBV_QPS_SQD];
+        sqd_sqd.valid = true;
+        sqd_sqd.opt[kUd] = IBV_QP_PKEY_INDEX | IBV_QP_QKEY;
+        sqd_sqd.opt[kUc] = IBV_QP_AV | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX |
+                           IBV_QP_PATH_MIG_STATE;
+        sqd_sqd.opt[kRc] = IBV_QP_PORT | IBV_QP_AV | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                           IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC |
+                           IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
+                           IBV_QP_PKEY_INDEX | IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE;
+
+        Rule &sqe_rts = r[IBV_QPS_SQE][IBV_QPS_RTS];
+        sqe_rts.valid = true;
+        sqe_rts.opt[kUd] = IBV_QP_CUR_STATE | IBV_QP_QKEY;
+        sqe_rts.opt[kUc] = sqe_rts.opt[kRc] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS;
+
+        r[IBV_QPS_RESET][IBV_QPS_RESET].valid = true;
+    }
+};
+
+constexpr Table kTable;
+
+int type_index(ibv_qp_type t) {
+    switch (t) {
+        case IBV_QPT_UD:
+            return kUd;
+        case IBV_QPT_UC:
+            return kUc;
+        case IBV_QPT_RC:
+        case IBV_QPT_XRC_SEND:
+        case IBV_QPT_XRC_RECV:
+            return kRc;
+        default:
+            return -1;
+    }
+}
+
+}  // namespace
+
+bool qp_transition_ok(ibv_qp_state cur, ibv_qp_state next, ibv_qp_type type, int mask) {
+    if (cur < 0 || cur >= kStates || next < 0 || next >= kStates) return false;
+    const int ti = type_index(type);
+    if (ti < 0) return false;
+    // CUR_STATE may only name a state the QP could be "recovering" from.
+    if ((mask & IBV_QP_CUR_STATE) && cur != IBV_QPS_RTR && cur != IBV_QPS_RTS &&
+        cur != IBV_QPS_SQD && cur != IBV_QPS_SQE)
+        return false;
+    const Rule &rule = kTable.r[cur][next];
+    if (!rule.valid) return false;
+    const int req = rule.req[ti];
+    const int opt = rule.opt[ti];
+    if ((mask & req) != req) return false;
+    if (mask & ~(req | opt | IBV_QP_STATE)) return false;
+    return true;
+}
+
+}  // namespace softrdma::verbs

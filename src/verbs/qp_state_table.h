@@ -1,0 +1,11 @@
+// Which QP state transitions are legal and which attributes each one requires or allows, per
+// QP type, as the kernel's ib_modify_qp_is_ok() decides. Pure table, unit-tested.
+#pragma once
+#include <infiniband/verbs.h>
+
+namespace softrdma::verbs {
+
+// True if moving a QP of `type` from `cur` to `next` with `mask` is legal.
+bool qp_transition_ok(ibv_qp_state cur, ibv_qp_state next, ibv_qp_type type, int mask);
+
+}  // namespace softrdma::verbs

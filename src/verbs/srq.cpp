@@ -1,0 +1,90 @@
+#include "verbs/srq.h"
+
+#include <cerrno>
+
+#include "verbs/context.h"
+#include "verbs/pd.h"
+
+namespace softrdma::verbs {
+
+Srq::Srq(ibv_context *ctx, ibv_pd *p, const ibv_srq_attr &attr, void *user_ctx)
+    : ibv_srq{}, max_wr_(attr.max_wr), max_sge_(attr.max_sge), limit_(attr.srq_limit) {
+    context = ctx;
+    srq_context = user_ctx;
+    pd = p;
+    pthread_mutex_init(&mutex, nullptr);
+    pthread_cond_init(&cond, nullptr);
+    rq_.init(max_wr_, max_sge_);
+}
+
+Srq::~Srq() {
+    pthread_cond_destroy(&cond);
+    pthread_mutex_destroy(&mutex);
+}
+
+int Srq::post(ibv_recv_wr *wr, ibv_recv_wr **bad) {
+    std::lock_guard lk(mu_);
+    for (; wr; wr = wr->next) {
+        if (wr->num_sge < 0 || uint32_t(wr->num_sge) > max_sge_ ||
+            (wr->num_sge > 0 && !wr->sg_list)) {
+            if (bad) *bad = wr;
+            return EINVAL;
+        }
+        if (rq_.full()) {
+            if (bad) *bad = wr;
+            return ENOMEM;
+        }
+        rq_.push(*wr);
+    }
+    return 0;
+}
+
+bool Srq::take(RecvWqe &out, std::vector<Sge> &sges) {
+    bool fire = false;
+    {
+        std::lock_guard lk(mu_);
+        if (rq_.empty()) return false;
+        out = rq_.front();
+        std::copy(rq_.front_sges(), rq_.front_sges() + out.num_sge, sges.begin());
+        rq_.pop();
+        // The limit event fires once when the queue drops below the armed limit.
+        if (limit_ && rq_.count() < limit_) {
+            limit_ = 0;
+            fire = true;
+        }
+    }
+    if (fire) {
+        ibv_async_event ev{};
+        ev.event_type = IBV_EVENT_SRQ_LIMIT_REACHED;
+        ev.element.srq = this;
+        Context::from(context)->post_async(ev);
+    }
+    return true;
+}
+
+int Srq::modify(const ibv_srq_attr &attr, int mask) {
+    std::lock_guard lk(mu_);
+    if (mask & ~(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT)) return EINVAL;
+    if (mask & IBV_SRQ_MAX_WR) {
+        if (attr.max_wr == 0 || attr.max_wr > uint32_t(kMaxSrqWr) || attr.max_wr < rq_.count())
+            return EINVAL;
+        if (attr.max_wr > max_wr_) {
+            rq_.grow(attr.max_wr);
+            max_wr_ = attr.max_wr;
+        }
+    }
+    if (mask & IBV_SRQ_LIMIT) {
+        if (attr.srq_limit > max_wr_) return EINVAL;
+        limit_ = attr.srq_limit;
+    }
+    return 0;
+}
+
+void Srq::query(ibv_srq_attr &attr) {
+    std::lock_guard lk(mu_);
+    attr.max_wr = max_wr_;
+    attr.max_sge = max_sge_;
+    attr.srq_limit = limit_;
+}
+
+}  // namespace softrdma::verbs

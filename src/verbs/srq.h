@@ -1,0 +1,40 @@
+// Shared receive queue: receive WQEs that any attached QP may consume, with the limit event.
+#pragma once
+#include <infiniband/verbs.h>
+
+#include <atomic>
+#include <mutex>
+#include <vector>
+
+#include "verbs/work_queue.h"
+
+namespace softrdma::verbs {
+
+class Context;
+
+class Srq : public ibv_srq {
+public:
+    Srq(ibv_context *ctx, ibv_pd *pd, const ibv_srq_attr &attr, void *user_ctx);
+    ~Srq();
+    static Srq *from(ibv_srq *s) { return static_cast<Srq *>(s); }
+
+    int post(ibv_recv_wr *wr, ibv_recv_wr **bad);
+    // Takes the oldest WQE; false when empty. May raise the SRQ limit event.
+    bool take(RecvWqe &out, std::vector<Sge> &sges);
+    int modify(const ibv_srq_attr &attr, int mask);
+    void query(ibv_srq_attr &attr);
+
+    void add_user() { users_.fetch_add(1); }
+    void drop_user() { users_.fetch_sub(1); }
+    bool busy() const { return users_.load() > 0; }
+
+private:
+    std::mutex mu_;
+    RecvQueue rq_;
+    uint32_t max_wr_;
+    uint32_t max_sge_;
+    uint32_t limit_ = 0;
+    std::atomic<int> users_{0};
+};
+
+}  // namespace softrdma::verbs

@@ -1,0 +1,372 @@
+#include "verbs/verbs_ops.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "verbs/ah.h"
+#include "verbs/comp_channel.h"
+#include "verbs/context.h"
+#include "verbs/cq.h"
+#include "verbs/mr.h"
+#include "verbs/pd.h"
+#include "verbs/qp.h"
+#include "verbs/srq.h"
+
+namespace softrdma::verbs {
+namespace {
+
+template <typename T>
+T *fail(int err) {
+    errno = err;
+    return nullptr;
+}
+
+// QPs are shared with the progress engine; the application's handle is one reference.
+std::mutex g_qp_mu;
+std::unordered_map<Qp *, std::shared_ptr<Qp>> &qp_registry() {
+    static auto *m = std::make_unique<std::unordered_map<Qp *, std::shared_ptr<Qp>>>().release();
+    return *m;
+}
+
+constexpr unsigned kKnownAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                                  IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
+                                  IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED |
+                                  IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB;
+
+bool access_ok(unsigned access) {
+    const unsigned mandatory = access & ~unsigned(IBV_ACCESS_OPTIONAL_RANGE);
+    if (mandatory & ~kKnownAccess) return false;
+    // Remote write or atomic access needs local write (IB spec 10.6.3.1).
+    if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+        !(access & IBV_ACCESS_LOCAL_WRITE))
+        return false;
+    return true;
+}
+
+bool range_mapped(const void *addr, size_t len) {
+    const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+    const uintptr_t start = uintptr_t(addr) & ~(page - 1);
+    const uintptr_t end = (uintptr_t(addr) + len + page - 1) & ~(page - 1);
+    // mincore() fails with ENOMEM on any unmapped page; the vector is scratch.
+    const size_t pages = (end - start) / page;
+    std::vector<unsigned char> vec(pages);
+    return mincore(reinterpret_cast<void *>(start), end - start, vec.data()) == 0;
+}
+
+int cq_poll(ibv_cq *cq, int n, ibv_wc *wc) { return Cq::from(cq)->poll(n, wc); }
+int cq_arm(ibv_cq *cq, int solicited_only) { return Cq::from(cq)->arm(solicited_only != 0); }
+int qp_post_send(ibv_qp *qp, ibv_send_wr *wr, ibv_send_wr **bad) {
+    return Qp::from(qp)->post_send(wr, bad);
+}
+int qp_post_recv(ibv_qp *qp, ibv_recv_wr *wr, ibv_recv_wr **bad) {
+    return Qp::from(qp)->post_recv(wr, bad);
+}
+int srq_post_recv(ibv_srq *srq, ibv_recv_wr *wr, ibv_recv_wr **bad) {
+    return Srq::from(srq)->post(wr, bad);
+}
+
+}  // namespace
+
+void install_context_ops(Context &c) {
+    ibv_context_ops &o = c.context.ops;
+    o.poll_cq = cq_poll;
+    o.req_notify_cq = cq_arm;
+    o.post_send = qp_post_send;
+    o.post_recv = qp_post_recv;
+    o.post_srq_recv = srq_post_recv;
+    c.query_port = query_port;
+    c.query_device_ex = query_device_ex;
+    c.create_qp_ex = create_qp_ex;
+    c.create_cq_ex = create_cq_ex;
+    c.create_srq_ex = create_srq_ex;
+}
+
+// ----------------------------------------------------------------------------- device
+
+ibv_context *open_device(ibv_device *dev) {
+    if (!dev) return fail<ibv_context>(EINVAL);
+    auto ctx = std::make_unique<Context>(Device::from(dev));
+    return ctx.release()->ibv();
+}
+
+int close_device(ibv_context *ctx) {
+    if (!ctx) return EINVAL;
+    std::unique_ptr<Context> owned(Context::from(ctx));
+    return 0;
+}
+
+int query_device(ibv_context *ctx, ibv_device_attr *attr) {
+    if (!ctx || !attr) return EINVAL;
+    fill_device_attr(*Context::from(ctx)->dev(), *attr);
+    return 0;
+}
+
+int query_device_ex(ibv_context *ctx, const ibv_query_device_ex_input *in,
+                    ibv_device_attr_ex *attr, size_t attr_size) {
+    if (!ctx || !attr) return EINVAL;
+    if (in && in->comp_mask) return EINVAL;
+    ibv_device_attr_ex a{};
+    fill_device_attr(*Context::from(ctx)->dev(), a.orig_attr);
+    a.completion_timestamp_mask = ~0ull;
+    a.hca_core_clock = 1000000;  // kHz: timestamps are nanoseconds
+    a.phys_port_cnt_ex = 1;
+    std::memcpy(attr, &a, std::min(attr_size, sizeof a));
+    return 0;
+}
+
+int query_port(ibv_context *ctx, uint8_t port, ibv_port_attr *attr, size_t attr_size) {
+    if (!ctx || !attr) return EINVAL;
+    if (port != 1) return EINVAL;
+    ibv_port_attr a;
+    fill_port_attr(*Context::from(ctx)->dev(), a);
+    std::memcpy(attr, &a, std::min(attr_size, sizeof a));
+    return 0;
+}
+
+int query_gid_entry(ibv_context *ctx, uint32_t port, uint32_t index, ibv_gid_entry *e) {
+    if (!ctx || !e || port != 1) return EINVAL;
+    Device *dev = Context::from(ctx)->dev();
+    const auto gids = dev->gids();
+    if (index >= gids.size()) return ENODATA;
+    std::memset(e, 0, sizeof *e);
+    std::memcpy(e->gid.raw, gids[index].raw, 16);
+    e->gid_index = index;
+    e->port_num = port;
+    e->gid_type = IBV_GID_TYPE_ROCE_V2;
+    e->ndev_ifindex = uint32_t(dev->ifindex());
+    return 0;
+}
+
+// ------------------------------------------------------------------------------ PD / MR
+
+ibv_pd *alloc_pd(ibv_context *ctx) {
+    if (!ctx) return fail<ibv_pd>(EINVAL);
+    return std::make_unique<Pd>(ctx).release();
+}
+
+int dealloc_pd(ibv_pd *pd) {
+    if (!pd) return EINVAL;
+    if (Pd::from(pd)->users.load()) return EBUSY;
+    std::unique_ptr<Pd> owned(Pd::from(pd));
+    return 0;
+}
+
+ibv_mr *reg_mr(ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsigned access) {
+    if (!pd || length == 0) return fail<ibv_mr>(EINVAL);
+    if (!access_ok(access)) return fail<ibv_mr>(EINVAL);
+    if (!(access & IBV_ACCESS_ON_DEMAND) && !range_mapped(addr, length))
+        return fail<ibv_mr>(EFAULT);
+    auto mr = std::make_unique<Mr>();
+    mr->context = pd->context;
+    mr->pd = pd;
+    mr->addr = addr;
+    mr->length = length;
+    mr->owner = Pd::from(pd);
+    mr->access = int(access);
+    mr->iova = (access & IBV_ACCESS_ZERO_BASED) ? 0 : iova;
+    mr->host = static_cast<uint8_t *>(addr);
+    if (!mr_table_add(mr.get())) return fail<ibv_mr>(ENOMEM);
+    Pd::from(pd)->users.fetch_add(1);
+    return mr.release();
+}
+
+int rereg_mr(ibv_mr *m, int flags, ibv_pd *pd, void *addr, size_t length, int access) {
+    if (!m || (flags & ~(IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_PD |
+                         IBV_REREG_MR_CHANGE_ACCESS)) || flags == 0)
+        return EINVAL;
+    Mr *mr = Mr::from(m);
+    if ((flags & IBV_REREG_MR_CHANGE_PD) && !pd) return EINVAL;
+    if ((flags & IBV_REREG_MR_CHANGE_ACCESS) && !access_ok(unsigned(access))) return EINVAL;
+    if ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (length == 0 || !range_mapped(addr, length)))
+        return EINVAL;
+    mr_table_remove(mr);
+    if (flags & IBV_REREG_MR_CHANGE_PD) {
+        mr->owner->users.fetch_sub(1);
+        mr->owner = Pd::from(pd);
+        mr->pd = pd;
+        mr->owner->users.fetch_add(1);
+    }
+    if (flags & IBV_REREG_MR_CHANGE_ACCESS) mr->access = access;
+    if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+        mr->addr = addr;
+        mr->length = length;
+        mr->host = static_cast<uint8_t *>(addr);
+        mr->iova = (mr->access & IBV_ACCESS_ZERO_BASED) ? 0 : uint64_t(uintptr_t(addr));
+    }
+    if (!mr_table_add(mr)) return ENOMEM;
+    return 0;
+}
+
+int dereg_mr(ibv_mr *m) {
+    if (!m) return EINVAL;
+    std::unique_ptr<Mr> mr(Mr::from(m));
+    mr_table_remove(mr.get());
+    mr->owner->users.fetch_sub(1);
+    return 0;
+}
+
+// ------------------------------------------------------------------------------ CQ
+
+ibv_comp_channel *create_comp_channel(ibv_context *ctx) {
+    if (!ctx) return fail<ibv_comp_channel>(EINVAL);
+    auto ch = std::make_unique<CompChannel>(ctx);
+    if (ch->fd < 0) return fail<ibv_comp_channel>(EMFILE);
+    return ch.release();
+}
+
+int destroy_comp_channel(ibv_comp_channel *ch) {
+    if (!ch) return EINVAL;
+    if (CompChannel::from(ch)->busy()) return EBUSY;
+    std::unique_ptr<CompChannel> owned(CompChannel::from(ch));
+    return 0;
+}
+
+ibv_cq_ex *create_cq_ex(ibv_context *ctx, ibv_cq_init_attr_ex *a) {
+    if (!ctx || !a) return fail<ibv_cq_ex>(EINVAL);
+    if (a->cqe < 1 || a->cqe > uint32_t(kMaxCqe)) return fail<ibv_cq_ex>(EINVAL);
+    if (a->comp_vector >= uint32_t(ctx->num_comp_vectors)) return fail<ibv_cq_ex>(EINVAL);
+    if (a->comp_mask & ~uint32_t(IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD))
+        return fail<ibv_cq_ex>(EOPNOTSUPP);
+    if (a->wc_flags & ~uint64_t(IBV_CREATE_CQ_SUP_WC_FLAGS)) return fail<ibv_cq_ex>(EOPNOTSUPP);
+    if ((a->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+        (a->flags & ~uint32_t(IBV_CREATE_CQ_ATTR_SINGLE_THREADED |
+                              IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN)))
+        return fail<ibv_cq_ex>(EOPNOTSUPP);
+    auto cq = std::make_unique<Cq>(ctx, int(a->cqe), a->channel ? CompChannel::from(a->channel) : nullptr,
+                                   a->cq_context, a->wc_flags);
+    return cq.release();
+}
+
+int resize_cq(ibv_cq *cq, int cqe) {
+    if (!cq || cqe < 1 || cqe > kMaxCqe) return EINVAL;
+    return Cq::from(cq)->resize(cqe);
+}
+
+int destroy_cq(ibv_cq *cq) {
+    if (!cq) return EINVAL;
+    Cq *c = Cq::from(cq);
+    if (c->busy()) return EBUSY;
+    c->wait_events_acked();
+    std::unique_ptr<Cq> owned(c);
+    return 0;
+}
+
+int get_cq_event(ibv_comp_channel *ch, ibv_cq **cq, void **cq_context) {
+    if (!ch || !cq || !cq_context) {
+        errno = EINVAL;
+        return -1;
+    }
+    Cq *c = CompChannel::from(ch)->wait();
+    if (!c) return -1;
+    c->event_reported();
+    *cq = c->cq();
+    *cq_context = c->cq_context;
+    return 0;
+}
+
+void ack_cq_events(ibv_cq *cq, unsigned n) {
+    if (cq) Cq::from(cq)->ack_events(n);
+}
+
+// ------------------------------------------------------------------------------ QP
+
+ibv_qp *create_qp_ex(ibv_context *ctx, ibv_qp_init_attr_ex *a) {
+    if (!ctx || !a) return fail<ibv_qp>(EINVAL);
+    int err = 0;
+    auto qp = Qp::create(Context::from(ctx), *a, err);
+    if (!qp) return fail<ibv_qp>(err);
+    std::lock_guard lk(g_qp_mu);
+    qp_registry()[qp.get()] = qp;
+    return qp->qp();
+}
+
+int modify_qp(ibv_qp *qp, ibv_qp_attr *attr, int mask) {
+    if (!qp || !attr) return EINVAL;
+    return Qp::from(qp)->modify(attr, mask);
+}
+
+int query_qp(ibv_qp *qp, ibv_qp_attr *attr, int mask, ibv_qp_init_attr *init) {
+    if (!qp || !attr) return EINVAL;
+    return Qp::from(qp)->query(attr, mask, init);
+}
+
+int destroy_qp(ibv_qp *q) {
+    if (!q) return EINVAL;
+    Qp *qp = Qp::from(q);
+    std::shared_ptr<Qp> ref;
+    {
+        std::lock_guard lk(g_qp_mu);
+        auto it = qp_registry().find(qp);
+        if (it == qp_registry().end()) return EINVAL;
+        ref = std::move(it->second);
+        qp_registry().erase(it);
+    }
+    ref->shutdown();
+    return 0;
+}
+
+// ------------------------------------------------------------------------------ SRQ
+
+ibv_srq *create_srq_ex(ibv_context *ctx, ibv_srq_init_attr_ex *a) {
+    if (!ctx || !a) return fail<ibv_srq>(EINVAL);
+    if (!(a->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !a->pd) return fail<ibv_srq>(EINVAL);
+    if ((a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && a->srq_type != IBV_SRQT_BASIC)
+        return fail<ibv_srq>(EOPNOTSUPP);
+    const ibv_srq_attr &s = a->attr;
+    if (s.max_wr == 0 || s.max_wr > uint32_t(kMaxSrqWr) || s.max_sge == 0 ||
+        s.max_sge > uint32_t(kMaxSge) || s.srq_limit > s.max_wr)
+        return fail<ibv_srq>(EINVAL);
+    auto srq = std::make_unique<Srq>(ctx, a->pd, s, a->srq_context);
+    Pd::from(a->pd)->users.fetch_add(1);
+    return srq.release();
+}
+
+int modify_srq(ibv_srq *srq, ibv_srq_attr *attr, int mask) {
+    if (!srq || !attr) return EINVAL;
+    return Srq::from(srq)->modify(*attr, mask);
+}
+
+int query_srq(ibv_srq *srq, ibv_srq_attr *attr) {
+    if (!srq || !attr) return EINVAL;
+    Srq::from(srq)->query(*attr);
+    return 0;
+}
+
+int destroy_srq(ibv_srq *srq) {
+    if (!srq) return EINVAL;
+    Srq *s = Srq::from(srq);
+    if (s->busy()) return EBUSY;
+    Pd::from(s->pd)->users.fetch_sub(1);
+    std::unique_ptr<Srq> owned(s);
+    return 0;
+}
+
+// ------------------------------------------------------------------------------ AH
+
+ibv_ah *create_ah(ibv_pd *pd, ibv_ah_attr *attr) {
+    if (!pd || !attr) return fail<ibv_ah>(EINVAL);
+    if (attr->port_num != 1) return fail<ibv_ah>(EINVAL);
+    if (!attr->is_global) return fail<ibv_ah>(EINVAL);  // RoCE needs a GRH
+    auto ah = std::make_unique<Ah>();
+    ah->context = pd->context;
+    ah->pd = pd;
+    ah->attr = *attr;
+    Pd::from(pd)->users.fetch_add(1);
+    return ah.release();
+}
+
+int destroy_ah(ibv_ah *ah) {
+    if (!ah) return EINVAL;
+    std::unique_ptr<Ah> owned(Ah::from(ah));
+    Pd::from(owned->pd)->users.fetch_sub(1);
+    return 0;
+}
+
+}  // namespace softrdma::verbs

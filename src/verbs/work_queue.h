@@ -1,0 +1,78 @@
+// Fixed-capacity work queues: allocated at QP/SRQ creation, nothing per operation after.
+#pragma once
+#include <infiniband/verbs.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace softrdma::verbs {
+
+struct Sge {
+    uint64_t addr;
+    uint32_t length;
+    uint32_t lkey;
+};
+
+struct RecvWqe {
+    uint64_t wr_id = 0;
+    uint32_t num_sge = 0;
+    uint64_t total_len = 0;
+};
+
+// Receive WQEs with their scatter lists stored side by side.
+class RecvQueue {
+public:
+    void init(uint32_t depth, uint32_t max_sge) {
+        wqes_.assign(depth, {});
+        sges_.assign(size_t(depth) * max_sge, {});
+        max_sge_ = max_sge;
+        head_ = count_ = 0;
+    }
+    uint32_t depth() const { return uint32_t(wqes_.size()); }
+    uint32_t count() const { return count_; }
+    bool full() const { return count_ == wqes_.size(); }
+    bool empty() const { return count_ == 0; }
+
+    // Caller checked num_sge <= max_sge and !full().
+    void push(const ibv_recv_wr &wr) {
+        const uint32_t slot = (head_ + count_) % depth();
+        RecvWqe &w = wqes_[slot];
+        w.wr_id = wr.wr_id;
+        w.num_sge = uint32_t(wr.num_sge);
+        w.total_len = 0;
+        for (int i = 0; i < wr.num_sge; ++i) {
+            sges_[size_t(slot) * max_sge_ + size_t(i)] = {wr.sg_list[i].addr, wr.sg_list[i].length,
+                                                          wr.sg_list[i].lkey};
+            w.total_len += wr.sg_list[i].length;
+        }
+        ++count_;
+    }
+    RecvWqe &front() { return wqes_[head_]; }
+    const Sge *front_sges() const { return &sges_[size_t(head_) * max_sge_]; }
+    void pop() {
+        head_ = (head_ + 1) % depth();
+        --count_;
+    }
+    // Grows capacity keeping contents (ibv_modify_srq max_wr).
+    void grow(uint32_t depth) {
+        RecvQueue n;
+        n.init(depth, max_sge_);
+        while (!empty()) {
+            const uint32_t slot = (n.head_ + n.count_) % n.depth();
+            n.wqes_[slot] = front();
+            for (uint32_t i = 0; i < max_sge_; ++i)
+                n.sges_[size_t(slot) * max_sge_ + i] = front_sges()[i];
+            ++n.count_;
+            pop();
+        }
+        *this = std::move(n);
+    }
+
+private:
+    std::vector<RecvWqe> wqes_;
+    std::vector<Sge> sges_;
+    uint32_t max_sge_ = 1;
+    uint32_t head_ = 0, count_ = 0;
+};
+
+}  // namespace softrdma::verbs
