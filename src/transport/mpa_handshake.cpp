@@ -9,6 +9,7 @@
 #include <cerrno>
 
 #include "common/clock.h"
+#include "common/log.h"
 
 namespace softrdma::transport {
 
@@ -38,6 +39,7 @@ std::shared_ptr<MpaHandshake> MpaHandshake::start_active(UniqueFd fd, std::vecto
     std::shared_ptr<MpaHandshake> h(new MpaHandshake(std::move(fd), true, deadline_ns));
     h->out_ = std::move(request);
     h->done_ = std::move(done);
+    h->self_ = h;
     auto &eng = ProgressEngine::get();
     std::unique_lock lk(h->mu_);
     const int fd_num = h->fd_.get();
@@ -54,6 +56,7 @@ std::shared_ptr<MpaHandshake> MpaHandshake::start_passive(UniqueFd fd, Decide de
     std::shared_ptr<MpaHandshake> h(new MpaHandshake(std::move(fd), false, deadline_ns));
     h->decide_ = std::move(decide);
     h->done_ = std::move(done);
+    h->self_ = h;
     auto &eng = ProgressEngine::get();
     std::unique_lock lk(h->mu_);
     if (!eng.watch(h->fd_.get(), h, EPOLLIN | EPOLLRDHUP)) {
@@ -73,6 +76,8 @@ void MpaHandshake::cancel() {
 
 void MpaHandshake::finish(std::unique_lock<std::mutex> &lk, int err) {
     if (state_ == State::kFinished) return;
+    if (err) SR_DEBUG("mpa %s handshake on fd %d failed in state %d: %d", active_ ? "active" : "passive",
+                      fd_.get(), int(state_), err);
     state_ = State::kFinished;
     if (fd_) ProgressEngine::get().unwatch(fd_.get());
     Result r;
@@ -85,6 +90,8 @@ void MpaHandshake::finish(std::unique_lock<std::mutex> &lk, int err) {
     }
     Done done = std::move(done_);
     done_ = nullptr;
+    // Drop our self-reference only after the callback: the caller may hold none.
+    auto self = std::move(self_);
     lk.unlock();
     if (done) done(std::move(r));
     lk.lock();

@@ -62,6 +62,9 @@ private:
     bool reply_accepted_ = false;
     Decide decide_;
     Done done_;
+    // The exchange owns itself until it finishes: the engine holds only weak references and
+    // the listener that started a passive one keeps none.
+    std::shared_ptr<MpaHandshake> self_;
 };
 
 // Starts a non-blocking TCP connect with TCP_NODELAY; returns an invalid fd (errno set) on an

@@ -4,6 +4,7 @@
 #include <cerrno>
 
 #include "common/clock.h"
+#include "common/log.h"
 #include "verbs/comp_channel.h"
 #include "verbs/qp.h"
 
@@ -69,6 +70,7 @@ bool Cq::push(const ibv_wc &wc, bool solicited) {
         // Solicited-only arming also fires for error completions (IB spec 11.4.2.2).
         if (armed_ && (!solicited_only_ || solicited || wc.status != IBV_WC_SUCCESS)) {
             armed_ = false;
+            armed_flag_.store(false, std::memory_order_relaxed);
             notify = chan_;
         }
     }
@@ -94,6 +96,7 @@ void Cq::progress_qps() {
 
 int Cq::poll(int n, ibv_wc *wc) {
     if (n < 0) return -EINVAL;
+    last_poll_.store(now_ns(), std::memory_order_relaxed);
     int k = pop(n, wc);
     if (k) return k;
     progress_qps();
@@ -101,11 +104,19 @@ int Cq::poll(int n, ibv_wc *wc) {
 }
 
 int Cq::arm(bool solicited_only) {
-    std::lock_guard lk(mu_);
-    if (!chan_) return EINVAL;
-    // A stronger request (any completion) is not weakened by a later solicited-only one.
-    if (!armed_ || !solicited_only) solicited_only_ = solicited_only;
-    armed_ = true;
+    {
+        std::lock_guard lk(mu_);
+        if (!chan_) return EINVAL;
+        // A stronger request (any completion) is not weakened by a later solicited-only one.
+        if (!armed_ || !solicited_only) solicited_only_ = solicited_only;
+        armed_ = true;
+        armed_flag_.store(true, std::memory_order_relaxed);
+    }
+    // Arming means the caller will sleep: the engine takes its QPs back at once.
+    if (last_poll_.exchange(0, std::memory_order_relaxed)) {
+        std::lock_guard lk(qps_mu_);
+        for (Qp *qp : qps_) qp->kick_engine();
+    }
     return 0;
 }
 

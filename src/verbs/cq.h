@@ -40,6 +40,12 @@ public:
     void wait_events_acked();
 
     CompChannel *channel_obj() const { return chan_; }
+    // When an application thread last polled, or 0 while the CQ is armed for an event
+    // (its owner is about to sleep on the channel, so nobody will poll).
+    uint64_t last_poll_ns() const {
+        return armed_flag_.load(std::memory_order_relaxed) ? 0
+                                                           : last_poll_.load(std::memory_order_relaxed);
+    }
 
 private:
     int pop(int n, ibv_wc *wc);
@@ -60,6 +66,8 @@ private:
     std::mutex qps_mu_;
     std::vector<Qp *> qps_;
     std::atomic<int> users_{0};
+    std::atomic<uint64_t> last_poll_{0};  // when an application thread last polled
+    std::atomic<bool> armed_flag_{false};  // mirrors armed_ for lock-free readers
     ibv_wc cur_{};  // the entry the extended poll API is positioned on
     uint64_t cur_ts_ = 0;
 };

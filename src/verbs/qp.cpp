@@ -564,13 +564,34 @@ void Qp::progress(Lock &lk) {
         move_to_error(lk);
         return;
     }
-    if (blocked != tx_blocked_) {
-        tx_blocked_ = blocked;
-        transport::ProgressEngine::get().rearm(
-            stream_->fd(), shared_from_this(),
-            EPOLLIN | EPOLLRDHUP | (blocked ? uint32_t(EPOLLOUT) : 0u));
-    }
+    tx_blocked_ = blocked;
+    update_interest(lk);
     arm_timer(lk);
+}
+
+bool Qp::poller_active() const {
+    const uint64_t last = std::max(scq_->last_poll_ns(), rcq_->last_poll_ns());
+    return last && now_ns() - last < kPollerWindowNs;
+}
+
+// The engine watches the socket (one-shot) only while no application thread is polling
+// this QP's CQs: a poller drives the QP itself, and an engine thread that took the QP lock
+// and was then preempted would stall it for a whole time slice.
+void Qp::update_interest(Lock &) {
+    if (!stream_ || destroyed_) return;
+    if (poller_active()) {
+        if (armed_mask_) return;  // an event will come; the engine stands down then
+        arm_timer_at(now_ns() + kPollerWindowNs);
+        return;
+    }
+    const uint32_t want =
+        EPOLLIN | EPOLLRDHUP | EPOLLONESHOT | (tx_blocked_ ? uint32_t(EPOLLOUT) : 0u);
+    if (armed_mask_ == want) return;
+    // Publish before arming: the event may fire (and on_io clear the mask) before
+    // epoll_ctl even returns.
+    armed_mask_ = want;
+    if (!transport::ProgressEngine::get().rearm(stream_->fd(), shared_from_this(), want))
+        armed_mask_ = 0;
 }
 
 void Qp::progress_from_poller() {
@@ -579,7 +600,20 @@ void Qp::progress_from_poller() {
     progress(lk);
 }
 
+void Qp::kick_engine() {
+    // The application is about to sleep on a completion channel: hand the QP back.
+    Lock lk(mu_);
+    progress(lk);
+}
+
 void Qp::on_io(uint32_t) {
+    armed_mask_ = 0;  // one-shot: the event disarmed the fd
+    if (poller_active()) {
+        // A poller owns this QP now; look again after the poll window.
+        arm_timer_at(now_ns() + kPollerWindowNs);
+        return;
+    }
+    // Nobody polls: whoever holds the lock is only posting, which is short.
     Lock lk(mu_);
     progress(lk);
 }
@@ -593,16 +627,28 @@ void Qp::arm_timer(Lock &) {
     const uint64_t budget = retry_budget_ns();
     if (outstanding && budget && !rnr_wait_ && qp_base.qp_type == IBV_QPT_RC)
         when = std::min(when, last_progress_ns_ + budget);
-    if (when == UINT64_MAX) return;
+    if (when != UINT64_MAX) arm_timer_at(when);
+}
+
+void Qp::arm_timer_at(uint64_t when) {
     const uint64_t now = now_ns();
-    if (timer_at_ && timer_at_ <= when && timer_at_ > now) return;
-    timer_at_ = when;
+    uint64_t cur = timer_at_.load();
+    if (cur && cur <= when && cur > now) return;
+    timer_at_.store(when);
     transport::ProgressEngine::get().schedule(shared_from_this(), when);
 }
 
 void Qp::on_timer() {
-    Lock lk(mu_);
-    timer_at_ = 0;
+    Lock lk(mu_, std::defer_lock);
+    if (poller_active()) {
+        if (!lk.try_lock()) {
+            arm_timer_at(now_ns() + kPollerWindowNs);
+            return;
+        }
+    } else {
+        lk.lock();
+    }
+    timer_at_.store(0);
     if (destroyed_) return;
     const uint64_t now = now_ns();
     if (rnr_wait_ && now >= rnr_resume_ns_) {

@@ -5,6 +5,7 @@
 #pragma once
 #include <infiniband/verbs.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -80,6 +81,7 @@ public:
     // Tears down the connection and unhooks from CQs; the object dies with its last ref.
     void shutdown();
     void progress_from_poller();
+    void kick_engine();
 
     // transport::Pollable
     void on_io(uint32_t events) override;
@@ -116,6 +118,9 @@ private:
     void report_async(ibv_event_type t);
     void progress(Lock &lk);
     void arm_timer(Lock &lk);
+    void arm_timer_at(uint64_t when);
+    bool poller_active() const;
+    void update_interest(Lock &lk);
     uint64_t retry_budget_ns() const;
 
     // qp_connect.cpp
@@ -194,7 +199,9 @@ public:
     uint32_t acked_seq_ = 0;
     uint32_t rd_outstanding_ = 0;  // READs + atomics in flight
     uint64_t last_progress_ns_ = 0;  // last ACK/response while requests were outstanding
-    uint64_t timer_at_ = 0;          // deadline of the engine timer we have pending
+    std::atomic<uint64_t> timer_at_{0};  // deadline of the engine timer we have pending
+    std::atomic<uint32_t> armed_mask_{0};  // epoll events the engine is watching for us
+    static constexpr uint64_t kPollerWindowNs = 1'000'000;
     bool tx_imm_stage_ = false;      // WRITE WITH IMM: data queued, immediate not yet
     bool rnr_wait_ = false;
     uint64_t rnr_resume_ns_ = 0;
