@@ -179,7 +179,13 @@ void Qp::on_stream_lost(Lock &lk, bool protocol_error) {
     bool outstanding = recv_active_;
     for (uint32_t i = 0; i < sq_tx_ && !outstanding; ++i)
         outstanding = !sq_[sq_slot(*this, i)].done;
-    if (outstanding || protocol_error || fatal_pending_) {
+    if (fatal_pending_) {
+        // The peer terminated the connection (or we did): everything not completed yet is
+        // flushed; the failing WQE already carries its own status from the NAK.
+        move_to_error(lk);
+        return;
+    }
+    if (outstanding || protocol_error) {
         for (uint32_t i = 0; i < sq_tx_; ++i) {
             SendWqe &w = sq_[sq_slot(*this, i)];
             if (!w.done) {

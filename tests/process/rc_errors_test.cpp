@@ -1,0 +1,368 @@
+// Errors reported as hardware reports them: RNR, remote access, length, vanished peers,
+// flushes; and the memory of the target is never touched by a rejected operation.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "process/harness.h"
+
+using namespace sr_test;
+
+#define EXPECT_PAIR_OK(r)                                                     \
+    EXPECT_TRUE((r).ok()) << "a=" << (r).status_a << " b=" << (r).status_b \
+                          << " timed_out=" << (r).timed_out
+
+namespace {
+
+// Guard pattern over the whole target buffer, to prove nothing was written.
+void guard(Endpoint &ep) { std::memset(ep.buf, 0x5a, ep.opt.buf_size); }
+bool guard_intact(const Endpoint &ep) {
+    for (size_t i = 0; i < ep.opt.buf_size; ++i)
+        if (ep.buf[i] != 0x5a) {
+            std::fprintf(stderr, "guard byte %zu changed\n", i);
+            return false;
+        }
+    return true;
+}
+
+}  // namespace
+
+TEST(RcErrors, RnrRetriedUntilReceivePosted) {
+    auto sender = [](Oob &oob) {
+        EpOptions o;
+        o.rnr_retry = 7;  // forever
+        Endpoint ep(o);
+        ep.exchange_and_connect(oob);
+        std::memcpy(ep.buf, "late", 4);
+        PCHECK(ep.post(IBV_WR_SEND, 1, 0, 4) == 0);
+        // A WRITE posted behind the SEND must not overtake it.
+        std::memcpy(ep.buf + 64, "after", 5);
+        PCHECK(ep.post(IBV_WR_RDMA_WRITE, 2, 64, 5, 4096) == 0);
+        ibv_wc wc = ep.wait_wc();
+        PCHECK_EQ(wc.status, IBV_WC_SUCCESS);
+        PCHECK_EQ(wc.wr_id, 1u);
+        PCHECK_EQ(ep.wait_wc().wr_id, 2u);
+        oob.barrier();
+        return 0;
+    };
+    auto receiver = [](Oob &oob) {
+        EpOptions o;
+        o.min_rnr_timer = 5;  // 60 us
+        Endpoint ep(o);
+        ep.exchange_and_connect(oob);
+        PCHECK(ep.quiet_for(200));  // the sender is being NAKed meanwhile
+        PCHECK_EQ(ep.buf[4096], 0);  // the WRITE behind the SEND waited too
+        ep.post_recv(3, 0, 64);
+        ibv_wc wc = ep.wait_wc();
+        PCHECK_EQ(wc.status, IBV_WC_SUCCESS);
+        PCHECK(std::memcmp(ep.buf, "late", 4) == 0);
+        oob.barrier();
+        PCHECK(std::memcmp(ep.buf + 4096, "after", 5) == 0);
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(sender, receiver));
+}
+
+TEST(RcErrors, RnrRetryExceeded) {
+    auto sender = [](Oob &oob) {
+        EpOptions o;
+        o.rnr_retry = 2;
+        Endpoint ep(o);
+        ep.exchange_and_connect(oob);
+        PCHECK(ep.post(IBV_WR_SEND, 1, 0, 4) == 0);
+        PCHECK(ep.post(IBV_WR_SEND, 2, 0, 4) == 0);
+        ibv_wc wc = ep.wait_wc();
+        PCHECK_EQ(wc.status, IBV_WC_RNR_RETRY_EXC_ERR);
+        PCHECK_EQ(wc.wr_id, 1u);
+        wc = ep.wait_wc();
+        PCHECK_EQ(wc.status, IBV_WC_WR_FLUSH_ERR);
+        PCHECK_EQ(wc.wr_id, 2u);
+        PCHECK_EQ(ep.qp_state(), IBV_QPS_ERR);
+        oob.barrier();
+        return 0;
+    };
+    auto receiver = [](Oob &oob) {
+        EpOptions o;
+        o.min_rnr_timer = 1;  // 10 us
+        Endpoint ep(o);
+        ep.exchange_and_connect(oob);
+        oob.barrier();
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(sender, receiver));
+}
+
+struct AccessCase {
+    const char *name;
+    ibv_wr_opcode op;
+    int target_mr_access;
+    int target_qp_access;
+    uint32_t rkey_xor;      // corrupts the rkey
+    uint64_t remote_off;    // relative to the target buffer
+    uint32_t len;
+};
+
+class RcAccess : public ::testing::TestWithParam<AccessCase> {};
+
+TEST_P(RcAccess, RemoteAccessErrorAndNothingWritten) {
+    const AccessCase c = GetParam();
+    auto initiator = [c](Oob &oob) {
+        Endpoint ep;
+        ep.exchange_and_connect(oob);
+        std::memset(ep.buf, 0x11, 4096);
+        ep.peer.rkey ^= c.rkey_xor;
+        int rc;
+        if (c.op == IBV_WR_ATOMIC_FETCH_AND_ADD)
+            rc = ep.post_atomic(c.op, 1, 0, c.remote_off, 1, 0);
+        else
+            rc = ep.post(c.op, 1, 0, c.len, c.remote_off);
+        PCHECK(rc == 0);
+        PCHECK(ep.post(IBV_WR_RDMA_WRITE, 2, 0, 8, 0) == 0);
+        ibv_wc wc = ep.wait_wc();
+        PCHECK_EQ(wc.status, IBV_WC_REM_ACCESS_ERR);
+        PCHECK_EQ(wc.wr_id, 1u);
+        wc = ep.wait_wc();
+        PCHECK_EQ(wc.status, IBV_WC_WR_FLUSH_ERR);
+        PCHECK_EQ(ep.qp_state(), IBV_QPS_ERR);
+        oob.barrier();
+        return 0;
+    };
+    auto target = [c](Oob &oob) {
+        EpOptions o;
+        o.mr_access = c.target_mr_access;
+        o.qp_access = c.target_qp_access;
+        Endpoint ep(o);
+        guard(ep);
+        ep.post_recv(5, 0, 0);
+        ep.exchange_and_connect(oob);
+        // The responder's QP goes to ERR too: its posted receive is flushed.
+        ibv_wc wc = ep.wait_wc();
+        PCHECK_EQ(wc.status, IBV_WC_WR_FLUSH_ERR);
+        PCHECK_EQ(wc.wr_id, 5u);
+        PCHECK_EQ(ep.qp_state(), IBV_QPS_ERR);
+        oob.barrier();
+        // ep.buf has the guard pattern except the receive buffer (zero length).
+        PCHECK(guard_intact(ep));
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(initiator, target));
+}
+
+constexpr int kAll = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+                     IBV_ACCESS_REMOTE_ATOMIC;
+constexpr int kQpAll =
+    IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, RcAccess,
+    ::testing::Values(
+        AccessCase{"WriteBadRkey", IBV_WR_RDMA_WRITE, kAll, kQpAll, 0x100, 0, 64},
+        AccessCase{"WriteOutOfBounds", IBV_WR_RDMA_WRITE, kAll, kQpAll, 0, (1 << 20) - 32, 64},
+        AccessCase{"WriteBeforeRegion", IBV_WR_RDMA_WRITE, kAll, kQpAll, 0, uint64_t(-64), 64},
+        AccessCase{"WriteReadOnlyMr", IBV_WR_RDMA_WRITE, IBV_ACCESS_REMOTE_READ, kQpAll, 0, 0, 64},
+        AccessCase{"WriteQpDisallows", IBV_WR_RDMA_WRITE, kAll, IBV_ACCESS_REMOTE_READ, 0, 0, 64},
+        AccessCase{"ReadBadRkey", IBV_WR_RDMA_READ, kAll, kQpAll, 0x100, 0, 64},
+        AccessCase{"ReadBeyondMr", IBV_WR_RDMA_READ, kAll, kQpAll, 0, (1 << 20) - 8, 64},
+        AccessCase{"ReadWriteOnlyMr", IBV_WR_RDMA_READ,
+                   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, kQpAll, 0, 0, 64},
+        AccessCase{"AtomicNoAccess", IBV_WR_ATOMIC_FETCH_AND_ADD,
+                   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, kQpAll, 0, 0, 8},
+        AccessCase{"AtomicBadRkey", IBV_WR_ATOMIC_FETCH_AND_ADD, kAll, kQpAll, 0x200, 0, 8}),
+    [](const ::testing::TestParamInfo<AccessCase> &i) { return std::string(i.param.name); });
+
+TEST(RcErrors, ReceiveBufferTooSmall) {
+    auto sender = [](Oob &oob) {
+        Endpoint ep;
+        ep.exchange_and_connect(oob);
+        PCHECK(ep.post(IBV_WR_SEND, 1, 0, 100) == 0);
+        ibv_wc wc = ep.wait_wc();
+        PCHECK_EQ(wc.status, IBV_WC_REM_INV_REQ_ERR);
+        PCHECK_EQ(ep.qp_state(), IBV_QPS_ERR);
+        oob.barrier();
+        return 0;
+    };
+    auto receiver = [](Oob &oob) {
+        Endpoint ep;
+        ep.post_recv(1, 0, 16);
+        ep.post_recv(2, 64, 16);
+        ep.exchange_and_connect(oob);
+        ibv_wc wc = ep.wait_wc();
+        PCHECK_EQ(wc.status, IBV_WC_LOC_LEN_ERR);
+        PCHECK_EQ(wc.wr_id, 1u);
+        wc = ep.wait_wc();
+        PCHECK_EQ(wc.status, IBV_WC_WR_FLUSH_ERR);
+        PCHECK_EQ(wc.wr_id, 2u);
+        oob.barrier();
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(sender, receiver));
+}
+
+// The peer process dies (kill -9): outstanding work fails with RETRY_EXC_ERR well within
+// timeout x (retry_cnt + 1).
+TEST(RcErrors, PeerKilled) {
+    auto survivor = [](Oob &oob) {
+        EpOptions o;
+        o.timeout = 14;  // 67 ms
+        o.retry_cnt = 3;
+        Endpoint ep(o);
+        ep.exchange_and_connect(oob);
+        (void)oob.get<char>();  // the peer is about to die
+        usleep(100000);
+        const uint64_t t0 = now_ms();
+        PCHECK(ep.post(IBV_WR_SEND, 1, 0, 64) == 0);
+        ibv_wc wc = ep.wait_wc(5000);
+        PCHECK_EQ(wc.status, IBV_WC_RETRY_EXC_ERR);
+        PCHECK(now_ms() - t0 < 4 * 68 + 500);
+        PCHECK_EQ(ep.qp_state(), IBV_QPS_ERR);
+        return 0;
+    };
+    auto victim = [](Oob &oob) {
+        Endpoint ep;
+        ep.exchange_and_connect(oob);
+        oob.put<char>('k');
+        raise(SIGKILL);
+        return 0;
+    };
+    const PairResult r = run_pair(survivor, victim);
+    EXPECT_FALSE(r.timed_out);
+    EXPECT_EQ(r.status_a, 0);
+    EXPECT_EQ(r.status_b, 128 + SIGKILL);
+}
+
+// The peer is alive but silent (stopped): nothing is acknowledged, so the retry budget
+// timeout x (retry_cnt + 1) runs out.
+TEST(RcErrors, PeerSilentRetryExceeded) {
+    auto survivor = [](Oob &oob) {
+        EpOptions o;
+        o.timeout = 12;  // 16.8 ms
+        o.retry_cnt = 2;
+        Endpoint ep(o);
+        ep.exchange_and_connect(oob);
+        (void)oob.get<char>();
+        usleep(50000);
+        const uint64_t t0 = now_ms();
+        PCHECK(ep.post(IBV_WR_RDMA_WRITE, 1, 0, 64, 0) == 0);
+        ibv_wc wc = ep.wait_wc(5000);
+        const uint64_t dt = now_ms() - t0;
+        PCHECK_EQ(wc.status, IBV_WC_RETRY_EXC_ERR);
+        PCHECK(dt >= 40);   // not before the budget (3 x 16.8 ms)
+        PCHECK(dt < 1000);  // and not much after
+        oob.put<char>('d');
+        return 0;
+    };
+    auto stopped = [](Oob &oob) {
+        Endpoint ep;
+        ep.exchange_and_connect(oob);
+        oob.put<char>('s');
+        // Stop the whole process (engine thread included) until the survivor is done.
+        const pid_t self = getpid();
+        if (fork() == 0) {
+            Oob o2 = oob;
+            (void)o2.get<char>();
+            kill(self, SIGKILL);
+            _exit(0);
+        }
+        raise(SIGSTOP);
+        return 0;
+    };
+    const PairResult r = run_pair(survivor, stopped);
+    EXPECT_FALSE(r.timed_out);
+    EXPECT_EQ(r.status_a, 0);
+}
+
+TEST(RcErrors, ErrorStateFlushesEverything) {
+    auto a = [](Oob &oob) {
+        Endpoint ep;
+        ep.exchange_and_connect(oob);
+        for (int i = 0; i < 3; ++i) ep.post_recv(uint64_t(10 + i), 0, 64);
+        ibv_qp_attr at{};
+        at.qp_state = IBV_QPS_ERR;
+        PCHECK(ibv_modify_qp(ep.qp, &at, IBV_QP_STATE) == 0);
+        for (int i = 0; i < 3; ++i) {
+            ibv_wc wc = ep.wait_wc();
+            PCHECK_EQ(wc.status, IBV_WC_WR_FLUSH_ERR);
+            PCHECK_EQ(wc.wr_id, uint64_t(10 + i));
+        }
+        // Work posted in ERR completes at once, flushed (even unsignalled sends).
+        PCHECK(ep.post(IBV_WR_SEND, 20, 0, 8, 0, 0) == 0);
+        ibv_wc wc = ep.wait_wc();
+        PCHECK_EQ(wc.status, IBV_WC_WR_FLUSH_ERR);
+        PCHECK_EQ(wc.wr_id, 20u);
+        ep.post_recv(21, 0, 8);
+        PCHECK_EQ(ep.wait_wc().status, IBV_WC_WR_FLUSH_ERR);
+        oob.barrier();
+        return 0;
+    };
+    auto b = [](Oob &oob) {
+        Endpoint ep;
+        ep.exchange_and_connect(oob);
+        oob.barrier();
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(a, b));
+}
+
+TEST(RcErrors, PostingChecks) {
+    auto a = [](Oob &oob) {
+        EpOptions o;
+        o.max_send_wr = 4;
+        o.max_recv_wr = 2;
+        Endpoint ep(o);
+        // INIT: sends are refused, receives accepted.
+        PCHECK_EQ(ep.post(IBV_WR_SEND, 1, 0, 8), EINVAL);
+        ep.post_recv(1, 0, 8);
+        ep.post_recv(2, 0, 8);
+        ibv_sge sge{uint64_t(uintptr_t(ep.buf)), 8, ep.mr->lkey};
+        ibv_recv_wr rwr{};
+        rwr.sg_list = &sge;
+        rwr.num_sge = 1;
+        ibv_recv_wr *rbad = nullptr;
+        PCHECK_EQ(ibv_post_recv(ep.qp, &rwr, &rbad), ENOMEM);  // RQ full
+        PCHECK(rbad == &rwr);
+        ep.exchange_and_connect(oob);
+        // Too many SGEs, bad opcode, inline too large.
+        ibv_sge sg[8];
+        for (auto &s : sg) s = sge;
+        ibv_send_wr wr{};
+        wr.sg_list = sg;
+        wr.num_sge = 8;
+        wr.opcode = IBV_WR_SEND;
+        ibv_send_wr *bad = nullptr;
+        PCHECK_EQ(ibv_post_send(ep.qp, &wr, &bad), EINVAL);
+        PCHECK(bad == &wr);
+        wr.num_sge = 1;
+        wr.opcode = ibv_wr_opcode(77);
+        PCHECK_EQ(ibv_post_send(ep.qp, &wr, &bad), EINVAL);
+        wr.opcode = IBV_WR_SEND;
+        wr.send_flags = IBV_SEND_INLINE;
+        sge.length = 4096;
+        wr.sg_list = &sge;
+        PCHECK_EQ(ibv_post_send(ep.qp, &wr, &bad), EINVAL);
+        // A chain stops at the first bad WR and reports it.
+        ibv_send_wr w1{}, w2{};
+        sge.length = 8;
+        w1.sg_list = w2.sg_list = &sge;
+        w1.num_sge = 1;
+        w2.num_sge = 9;
+        w1.opcode = w2.opcode = IBV_WR_RDMA_WRITE;
+        w1.send_flags = IBV_SEND_SIGNALED;
+        w1.wr.rdma.remote_addr = ep.peer.addr;
+        w1.wr.rdma.rkey = ep.peer.rkey;
+        w1.next = &w2;
+        PCHECK_EQ(ibv_post_send(ep.qp, &w1, &bad), EINVAL);
+        PCHECK(bad == &w2);
+        PCHECK_EQ(ep.wait_wc().status, IBV_WC_SUCCESS);  // w1 went through
+        oob.barrier();
+        return 0;
+    };
+    auto b = [](Oob &oob) {
+        Endpoint ep;
+        ep.exchange_and_connect(oob);
+        oob.barrier();
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(a, b));
+}
