@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs what softrdma needs on Debian 12: `deps.sh build` for building the libraries,
+# `deps.sh test` for the whole test suite (Debian's RDMA programs are the conformance oracle).
+set -euo pipefail
+BUILD_PKGS=(build-essential cmake pkg-config)
+TEST_PKGS=(googletest libgtest-dev libbenchmark-dev python3 iproute2 procps
+           libibverbs-dev librdmacm-dev ibverbs-utils rdmacm-utils perftest)
+want=("${BUILD_PKGS[@]}")
+[ "${1:-build}" = test ] && want+=("${TEST_PKGS[@]}")
+missing=()
+for p in "${want[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO=sudo
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

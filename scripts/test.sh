@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Every test: unit, API, two-process, ABI (layout/exports/ldd) and Debian's unmodified RDMA
+# programs on our libraries; then the unit/API/process tests again under ASan+UBSan.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh test
+jobs=$(nproc)
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=ON >/dev/null
+cmake --build build -j"$jobs"
+(cd build && ctest --output-on-failure -j1 --timeout 600)
+if [ "${SOFTRDMA_SKIP_SANITIZERS:-0}" != 1 ]; then
+    cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSANITIZE=address -DBUILD_TESTING=ON >/dev/null
+    cmake --build build-asan -j"$jobs" --target sr_unit_tests sr_api_tests sr_process_tests
+    (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+        UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+        ctest --output-on-failure -j1 -L 'unit|api|process' --timeout 600)
+fi
+echo "all tests passed"
