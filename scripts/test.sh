@@ -7,6 +7,9 @@ scripts/deps.sh test
 jobs=$(nproc)
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=ON >/dev/null
 cmake --build build -j"$jobs"
+# A configuration that silently lost its tests must not pass.
+count=$(cd build && ctest -N | sed -n 's/^Total Tests: //p')
+[ "${count:-0}" -ge 50 ] || { echo "only ${count:-0} tests configured" >&2; exit 1; }
 (cd build && ctest --output-on-failure -j1 --timeout 600)
 if [ "${SOFTRDMA_SKIP_SANITIZERS:-0}" != 1 ]; then
     cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSANITIZE=address -DBUILD_TESTING=ON >/dev/null

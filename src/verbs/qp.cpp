@@ -543,7 +543,7 @@ uint64_t Qp::retry_budget_ns() const {
     return t * (uint64_t(attr_.retry_cnt) + 1);
 }
 
-void Qp::progress(Lock &lk) {
+void Qp::progress(Lock &lk, bool rx) {
     if (destroyed_) return;
     const ibv_qp_state st = qp_base.state;
     if (st == IBV_QPS_RESET || st == IBV_QPS_INIT || st == IBV_QPS_ERR) return;
@@ -552,10 +552,12 @@ void Qp::progress(Lock &lk) {
         arm_timer(lk);
         return;
     }
-    bool progressed;
-    auto rs = stream_->pump_rx(*this, 256, progressed);
-    if (destroyed_ || !stream_) return;
-    if (rs != transport::IoStatus::kOk) return on_stream_lost(lk, stream_->protocol_error());
+    if (rx) {
+        bool progressed;
+        auto rs = stream_->pump_rx(*this, 256, progressed);
+        if (destroyed_ || !stream_) return;
+        if (rs != transport::IoStatus::kOk) return on_stream_lost(lk, stream_->protocol_error());
+    }
     bool blocked;
     auto ts = stream_->pump_tx(*this, blocked);
     if (ts != transport::IoStatus::kOk) return on_stream_lost(lk, false);

@@ -116,7 +116,7 @@ private:
                        uint32_t imm, unsigned wc_flags, bool solicited);
     void retire_sends();
     void report_async(ibv_event_type t);
-    void progress(Lock &lk);
+    void progress(Lock &lk, bool rx = true);
     void arm_timer(Lock &lk);
     void arm_timer_at(uint64_t when);
     bool poller_active() const;
@@ -133,6 +133,7 @@ private:
 
     // qp_tx.cpp
     bool emit_control(transport::TxBatch &b);
+    bool emit_ack(transport::TxBatch &b, bool piggyback);
     bool emit_responses(transport::TxBatch &b);
     bool emit_requests(transport::TxBatch &b);
     bool emit_wqe(transport::TxBatch &b, SendWqe &w, uint32_t idx);
@@ -211,6 +212,8 @@ public:
     // Responder.
     uint32_t executed_seq_ = 0;  // requests executed, cumulative
     uint32_t acked_sent_ = 0;
+    uint64_t ack_due_ns_ = 0;  // a deferred ACK goes out alone at this time
+    static constexpr uint64_t kAckDelayNs = 20'000;
     bool rnr_dropping_ = false;
     bool recv_active_ = false;  // a multi-segment SEND is being placed
     RecvWqe cur_recv_{};

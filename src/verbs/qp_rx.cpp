@@ -44,7 +44,10 @@ bool is_send_op(wire::RdmapOp op) {
 
 }  // namespace
 
-void Qp::request_executed() { ++executed_seq_; }
+void Qp::request_executed() {
+    ++executed_seq_;
+    if (!ack_due_ns_) ack_due_ns_ = now_ns() + kAckDelayNs;
+}
 
 bool Qp::take_recv(RecvWqe &out) {
     if (srq_) return srq_->take(out, cur_recv_sges_);

@@ -37,6 +37,23 @@ void Qp::queue_terminate(uint8_t etype, uint8_t ecode) {
     term_ecode_ = ecode;
 }
 
+bool Qp::emit_ack(transport::TxBatch &b, bool piggyback) {
+    if (!ext_ || executed_seq_ == acked_sent_) return false;
+    // While the application spins on its CQ it is likely to send soon: let the ACK ride on
+    // that data instead of costing a syscall of its own, but never hold it long.
+    if (!piggyback && poller_active() && now_ns() < ack_due_ns_) return false;
+    wire::SegmentHeader h;
+    h.op = wire::RdmapOp::kControl;
+    h.qn = wire::kQnControl;
+    h.payload_len = wire::kControlLen;
+    uint8_t buf[wire::kControlLen];
+    wire::encode_control({wire::ControlType::kAck, executed_seq_, 0}, buf);
+    if (!b.add(h, {}, {buf, wire::kControlLen})) return false;
+    acked_sent_ = executed_seq_;
+    ack_due_ns_ = 0;
+    return true;
+}
+
 bool Qp::emit_control(transport::TxBatch &b) {
     bool any = false;
     uint8_t buf[wire::kControlLen];
@@ -48,11 +65,8 @@ bool Qp::emit_control(transport::TxBatch &b) {
         wire::encode_control({t, seq, arg}, buf);
         return b.add(h, {}, {buf, wire::kControlLen});
     };
-    if (ext_ && executed_seq_ != acked_sent_) {
-        if (!add(wire::ControlType::kAck, executed_seq_, 0)) return any;
-        acked_sent_ = executed_seq_;
-        any = true;
-    }
+    // NAKs name a sequence number: everything before it must be acknowledged first.
+    if (!ctrl_.empty() && emit_ack(b, true)) any = true;
     size_t n = 0;
     for (; n < ctrl_.size(); ++n) {
         if (!ext_) continue;  // plain RDMAP peers get only the TERMINATE
@@ -309,9 +323,11 @@ bool Qp::emit_requests(transport::TxBatch &b) {
 
 bool Qp::fill_tx(transport::TxBatch &b) {
     bool any = emit_control(b);
-    if (fatal_pending_) return any;
-    any |= emit_responses(b);
-    any |= emit_requests(b);
+    if (!fatal_pending_) {
+        any |= emit_responses(b);
+        any |= emit_requests(b);
+    }
+    any |= emit_ack(b, any);
     return any;
 }
 

@@ -148,6 +148,10 @@ conf_init() {
     [[ -e $LIBDIR/libibverbs.so.1 ]] || die "no libibverbs.so.1 in libdir '$LIBDIR' (build target ibverbs first)"
     export LIBDIR BINDIR
     require_prog python3 timeout awk ps
+    # Line-buffered stdout (coreutils stdbuf), so a program we have to kill still
+    # leaves the lines it printed in its output file.
+    LINEBUF=()
+    if command -v stdbuf >/dev/null 2>&1; then LINEBUF=(stdbuf -oL); fi
     CONF_WORK=$(mktemp -d "${TMPDIR:-/tmp}/softrdma-conf.XXXXXX") || die "mktemp failed"
     trap conf_cleanup EXIT
     trap 'echo "interrupted" >&2; exit 130' INT TERM
@@ -180,7 +184,7 @@ run_cmd() {
         echo "not run: script time budget exhausted" >"$RUN_OUT"
         return "$RUN_RC"
     fi
-    LD_LIBRARY_PATH=$LIBDIR timeout -k 5 "$t" "$@" >"$RUN_OUT" 2>&1 </dev/null
+    LD_LIBRARY_PATH=$LIBDIR timeout -k 5 "$t" "${LINEBUF[@]}" "$@" >"$RUN_OUT" 2>&1 </dev/null
     RUN_RC=$?
     return "$RUN_RC"
 }
@@ -188,6 +192,7 @@ run_cmd() {
 # describe_rc <rc> <timeout>: human text for an exit status from `timeout`.
 describe_rc() {
     case $1 in
+        -1) echo "not run" ;;
         0) echo "exit 0" ;;
         124) echo "TIMED OUT after ${2}s (hang?)" ;;
         125) echo "not run (timeout(1) failed or budget exhausted)" ;;
@@ -243,7 +248,7 @@ run_pair() {
     local -a s_cmd c_cmd
     for attempt in 1 2 3; do
         if ! t=$(step_timeout); then
-            PAIR_SERVER_RC=125 PAIR_CLIENT_RC=125
+            PAIR_SERVER_RC=-1 PAIR_CLIENT_RC=-1
             echo "not run: script time budget exhausted" >"$PAIR_SERVER_OUT"
             echo "not run: script time budget exhausted" >"$PAIR_CLIENT_OUT"
             _pair_report "$name" "script time budget (${CONF_BUDGET}s) exhausted before this pair" "${t:-0}"
@@ -257,7 +262,7 @@ run_pair() {
 
         log "-- $name: server: ${s_cmd[*]}"
         log "-- $name: client: ${c_cmd[*]}"
-        LD_LIBRARY_PATH=$LIBDIR timeout -k 5 "$t" "${s_cmd[@]}" >"$PAIR_SERVER_OUT" 2>&1 </dev/null &
+        LD_LIBRARY_PATH=$LIBDIR timeout -k 5 "$t" "${LINEBUF[@]}" "${s_cmd[@]}" >"$PAIR_SERVER_OUT" 2>&1 </dev/null &
         spid=$!
         CONF_PIDS+=("$spid")
 
@@ -277,7 +282,7 @@ run_pair() {
             wait "$spid" 2>/dev/null
             PAIR_SERVER_RC=$?
             forget_pid "$spid"
-            PAIR_CLIENT_RC=125
+            PAIR_CLIENT_RC=-1
             echo "not run: server never listened on $port" >"$PAIR_CLIENT_OUT"
             _pair_report "$name" "server did not listen on 127.0.0.1:$port within ${t}s" "$t"
             return 1
@@ -290,14 +295,14 @@ run_pair() {
             dump_file "$name server (attempt $attempt)" "$PAIR_SERVER_OUT"
             continue
         fi
-        PAIR_CLIENT_RC=125
+        PAIR_CLIENT_RC=-1
         echo "not run: server exited before listening on $port" >"$PAIR_CLIENT_OUT"
         _pair_report "$name" "server exited ($(describe_rc "$PAIR_SERVER_RC" "$t")) before listening on port $port" "$t"
         return 1
     done
 
     # Client, bounded.
-    LD_LIBRARY_PATH=$LIBDIR timeout -k 5 "$t" "${c_cmd[@]}" >"$PAIR_CLIENT_OUT" 2>&1 </dev/null
+    LD_LIBRARY_PATH=$LIBDIR timeout -k 5 "$t" "${LINEBUF[@]}" "${c_cmd[@]}" >"$PAIR_CLIENT_OUT" 2>&1 </dev/null
     PAIR_CLIENT_RC=$?
 
     # Server: bounded wait. If the client failed, the server may wait forever for a
