@@ -61,6 +61,10 @@ KeyCheck mr_check(uint32_t key, const Pd *pd, uint64_t iova, uint64_t len, int a
     if (idx >= t.slots.size() || !t.slots[idx]) return KeyCheck::kBadKey;
     const Mr *mr = t.slots[idx];
     if (mr->lkey != key) return KeyCheck::kBadKey;
+    if (len == 0) {  // IB: a zero-length access needs only a valid key
+        out.host = mr->host;
+        return KeyCheck::kOk;
+    }
     if (mr->owner != pd) return KeyCheck::kBadPd;
     if ((mr->access & access) != access) return KeyCheck::kAccess;
     if (iova < mr->iova || len > mr->length || iova - mr->iova > mr->length - len)

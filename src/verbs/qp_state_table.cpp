@@ -16,9 +16,10 @@ constexpr int kStates = IBV_QPS_ERR + 1;
 struct Table {
     Rule r[kStates][kStates];
     constexpr Table() {
+        // Every state may go to RESET and to ERR, except RESET -> ERR (kernel table).
         for (int s = 0; s < kStates; ++s) {
             r[s][IBV_QPS_RESET].valid = true;
-            r[s][IBV_QPS_ERR].valid = true;
+            r[s][IBV_QPS_ERR].valid = s != IBV_QPS_RESET;
         }
         Rule &reset_init = r[IBV_QPS_RESET][IBV_QPS_INIT];
         reset_init.valid = true;
@@ -86,7 +87,7 @@ struct Table {
         Rule &sqe_rts = r[IBV_QPS_SQE][IBV_QPS_RTS];
         sqe_rts.valid = true;
         sqe_rts.opt[kUd] = IBV_QP_CUR_STATE | IBV_QP_QKEY;
-        sqe_rts.opt[kUc] = sqe_rts.opt[kRc] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS;
+        sqe_rts.opt[kUc] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS;  // RC: none
 
         r[IBV_QPS_RESET][IBV_QPS_RESET].valid = true;
     }
@@ -101,8 +102,6 @@ int type_index(ibv_qp_type t) {
         case IBV_QPT_UC:
             return kUc;
         case IBV_QPT_RC:
-        case IBV_QPT_XRC_SEND:
-        case IBV_QPT_XRC_RECV:
             return kRc;
         default:
             return -1;

@@ -41,7 +41,11 @@ bool Qp::emit_ack(transport::TxBatch &b, bool piggyback) {
     if (!ext_ || executed_seq_ == acked_sent_) return false;
     // While the application spins on its CQ it is likely to send soon: let the ACK ride on
     // that data instead of costing a syscall of its own, but never hold it long.
-    if (!piggyback && poller_active() && now_ns() < ack_due_ns_) return false;
+    if (!piggyback && poller_active() && now_ns() < ack_due_ns_) {
+        // If the poller stops polling, the engine sends it (at most one timer per window).
+        arm_timer_at(ack_due_ns_ + kPollerWindowNs);
+        return false;
+    }
     wire::SegmentHeader h;
     h.op = wire::RdmapOp::kControl;
     h.qn = wire::kQnControl;

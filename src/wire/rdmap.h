@@ -157,7 +157,7 @@ enum : uint8_t {
     kTermEcodeInvalidStag = 0x00,
     kTermEcodeBaseBounds = 0x01,
     kTermEcodeAccessRights = 0x02,
-    kTermEcodeInvalidOpcode = 0x02,
+    kTermEcodeInvalidOpcode = 0x06,
     kTermEcodeCatastrophic = 0xff,
 };
 

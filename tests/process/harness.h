@@ -63,6 +63,14 @@ PairResult run_pair(const std::function<int(Oob &)> &a, const std::function<int(
 
 uint64_t now_ms();
 
+// Evaluates the pair once and reports all three outcomes on failure.
+#define EXPECT_PAIR_OK(expr)                                                            \
+    do {                                                                                \
+        const ::sr_test::PairResult r_ = (expr);                                        \
+        EXPECT_TRUE(r_.ok()) << "a=" << r_.status_a << " b=" << r_.status_b            \
+                             << " timed_out=" << r_.timed_out;                          \
+    } while (0)
+
 struct EpOptions {
     ibv_qp_type type = IBV_QPT_RC;
     size_t buf_size = 1 << 20;

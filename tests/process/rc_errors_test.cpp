@@ -10,9 +10,6 @@
 
 using namespace sr_test;
 
-#define EXPECT_PAIR_OK(r)                                                     \
-    EXPECT_TRUE((r).ok()) << "a=" << (r).status_a << " b=" << (r).status_b \
-                          << " timed_out=" << (r).timed_out
 
 namespace {
 

@@ -25,9 +25,6 @@ bool check(const uint8_t *p, size_t n, uint32_t seed) {
     return true;
 }
 
-#define EXPECT_PAIR_OK(r)                                                            \
-    EXPECT_TRUE((r).ok()) << "a=" << (r).status_a << " b=" << (r).status_b        \
-                          << " timed_out=" << (r).timed_out
 
 }  // namespace
 

@@ -19,7 +19,7 @@ constexpr int kAllAccess = IBV_ACCESS_LOCAL_WRITE | kRemoteAccessMask;
 
 // Registers on construction, deregisters on destruction, like ibv_reg_mr/ibv_dereg_mr do.
 class Region {
-public:
+  public:
     Region(Pd *pd, uint8_t *host, uint64_t iova, size_t len, int access) {
         mr_.owner = pd;
         mr_.pd = pd;
@@ -44,14 +44,14 @@ public:
     uint32_t key() const { return mr_.lkey; }
     Mr &mr() { return mr_; }
 
-private:
+  private:
     Mr mr_{};
     bool ok_ = false;
     bool registered_ = true;
 };
 
 class MrTable : public ::testing::Test {
-protected:
+  protected:
     Pd pd_{nullptr};
     Pd other_pd_{nullptr};
     std::vector<uint8_t> buf_ = std::vector<uint8_t>(4096);
@@ -133,7 +133,7 @@ TEST_F(MrTable, RemoveOfAnUnregisteredMrIsHarmless) {
 
 TEST_F(MrTable, BadKey) {
     Region a(&pd_, base(), va(), 4096, kAllAccess);
-    EXPECT_EQ(check(a.key() ^ 0x1, &pd_, va(), 1, 0), KeyCheck::kBadKey);     // wrong variant
+    EXPECT_EQ(check(a.key() ^ 0x1, &pd_, va(), 1, 0), KeyCheck::kBadKey);  // wrong variant
     EXPECT_EQ(check(0xFFFFFF00u | (a.key() & 0xFF), &pd_, va(), 1, 0), KeyCheck::kBadKey);
     EXPECT_EQ(check(0xFFFFFFFFu, &pd_, va(), 1, 0), KeyCheck::kBadKey);
 }
@@ -167,11 +167,11 @@ TEST_F(MrTable, Bounds) {
     const uint64_t start = va() + 1000;
     Region a(&pd_, base() + 1000, start, 100, kAllAccess);
     const int w = IBV_ACCESS_REMOTE_WRITE;
-    EXPECT_EQ(check(a.key(), &pd_, start, 100, w), KeyCheck::kOk);       // exactly the region
-    EXPECT_EQ(check(a.key(), &pd_, start + 99, 1, w), KeyCheck::kOk);    // last byte
+    EXPECT_EQ(check(a.key(), &pd_, start, 100, w), KeyCheck::kOk);        // exactly the region
+    EXPECT_EQ(check(a.key(), &pd_, start + 99, 1, w), KeyCheck::kOk);     // last byte
     EXPECT_EQ(check(a.key(), &pd_, start - 1, 1, w), KeyCheck::kBounds);  // starts before
     EXPECT_EQ(check(a.key(), &pd_, start - 1, 101, w), KeyCheck::kBounds);
-    EXPECT_EQ(check(a.key(), &pd_, start, 101, w), KeyCheck::kBounds);   // ends after
+    EXPECT_EQ(check(a.key(), &pd_, start, 101, w), KeyCheck::kBounds);  // ends after
     EXPECT_EQ(check(a.key(), &pd_, start + 100, 1, w), KeyCheck::kBounds);
     EXPECT_EQ(check(a.key(), &pd_, start + 50, 51, w), KeyCheck::kBounds);
     EXPECT_EQ(check(a.key(), &pd_, 0, 1, w), KeyCheck::kBounds);
@@ -219,7 +219,8 @@ TEST_F(MrTable, HostPointerArithmetic) {
     Region a(&pd_, base() + 128, iova, 1024, kAllAccess);
     for (uint64_t off : {0ull, 1ull, 7ull, 512ull, 1023ull}) {
         uint8_t *host = nullptr;
-        ASSERT_EQ(check(a.key(), &pd_, iova + off, 1, IBV_ACCESS_REMOTE_READ, &host), KeyCheck::kOk);
+        ASSERT_EQ(check(a.key(), &pd_, iova + off, 1, IBV_ACCESS_REMOTE_READ, &host),
+                  KeyCheck::kOk);
         EXPECT_EQ(host, base() + 128 + off) << off;
     }
 }

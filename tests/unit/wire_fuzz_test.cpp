@@ -43,7 +43,8 @@ void check_segment(const Bytes &src, size_t n) {
 void check_mpa(const Bytes &src, size_t n, bool expect_reply) {
     const Bytes in(src.begin(), src.begin() + long(n));
     MpaFrame f;
-    const auto r = decode_mpa_frame(std::span<const uint8_t>(in.data(), in.size()), expect_reply, f);
+    const auto r =
+        decode_mpa_frame(std::span<const uint8_t>(in.data(), in.size()), expect_reply, f);
     switch (r.status) {
         case DecodeStatus::kOk:
             ASSERT_LE(r.needed, in.size());

@@ -150,8 +150,8 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(MpaDecode, AllFlagBitsSurvive) {
     MpaFrame f = make_frame(false, true, 5);
-    f.flags = kMpaFlagMarkers | kMpaFlagCrc | kMpaFlagReject | kMpaFlagEnhanced |
-              kMpaFlagSoftrdmaExt;
+    f.flags =
+        kMpaFlagMarkers | kMpaFlagCrc | kMpaFlagReject | kMpaFlagEnhanced | kMpaFlagSoftrdmaExt;
     const auto wire = encode_mpa_frame(f);
     MpaFrame out;
     ASSERT_EQ(decode(wire, false, out).status, DecodeStatus::kOk);
@@ -166,9 +166,10 @@ TEST(MpaDecode, NeedMoreAtEveryTruncationPoint) {
             const auto wire = encode_mpa_frame(make_frame(true, v2, pd));
             for (size_t n = 0; n < wire.size(); ++n) {
                 MpaFrame out;
-                const auto r = decode_mpa_frame(std::span<const uint8_t>(wire.data(), n), true, out);
-                ASSERT_EQ(r.status, DecodeStatus::kNeedMore) << "v2 " << v2 << " pd " << pd
-                                                             << " n " << n;
+                const auto r =
+                    decode_mpa_frame(std::span<const uint8_t>(wire.data(), n), true, out);
+                ASSERT_EQ(r.status, DecodeStatus::kNeedMore)
+                    << "v2 " << v2 << " pd " << pd << " n " << n;
                 // Before the length field is in, only the fixed part can be asked for.
                 const size_t want = n < kMpaFixedLen ? kMpaFixedLen : wire.size();
                 EXPECT_EQ(r.needed, want) << "v2 " << v2 << " pd " << pd << " n " << n;

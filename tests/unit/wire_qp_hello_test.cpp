@@ -41,10 +41,22 @@ bool decode(const Bytes &b, QpHello &out) {
 TEST(QpHello, ByteLayout) {
     const Bytes b = encode(sample());
     ASSERT_EQ(b.size(), 48u);
-    const Bytes head = {'S', 'R', 'Q', 'P',  // magic 0x53525150
-                        0x01,                // version
-                        0x01,                // status: accept
-                        uint8_t(IBV_QPT_UC), 0x00, 0x00, 0xAB, 0xCD, 0xEF, 0x00, 0x12, 0x34, 0x56};
+    const Bytes head = {'S',
+                        'R',
+                        'Q',
+                        'P',   // magic 0x53525150
+                        0x01,  // version
+                        0x01,  // status: accept
+                        uint8_t(IBV_QPT_UC),
+                        0x00,
+                        0x00,
+                        0xAB,
+                        0xCD,
+                        0xEF,
+                        0x00,
+                        0x12,
+                        0x34,
+                        0x56};
     EXPECT_EQ(Bytes(b.begin(), b.begin() + 16), head);
     for (int i = 0; i < 16; ++i) {
         EXPECT_EQ(b[16 + i], 0x10 + i);

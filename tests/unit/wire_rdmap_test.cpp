@@ -14,10 +14,10 @@ namespace {
 using Bytes = std::vector<uint8_t>;
 
 constexpr RdmapOp kAllOps[] = {
-    RdmapOp::kWrite,        RdmapOp::kReadRequest,    RdmapOp::kReadResponse, RdmapOp::kSend,
-    RdmapOp::kSendInv,      RdmapOp::kSendSe,         RdmapOp::kSendSeInv,    RdmapOp::kTerminate,
-    RdmapOp::kImmediate,    RdmapOp::kImmediateSe,    RdmapOp::kAtomicRequest,
-    RdmapOp::kAtomicResponse, RdmapOp::kSendImm,      RdmapOp::kSendImmSe,    RdmapOp::kControl,
+    RdmapOp::kWrite,     RdmapOp::kReadRequest, RdmapOp::kReadResponse,  RdmapOp::kSend,
+    RdmapOp::kSendInv,   RdmapOp::kSendSe,      RdmapOp::kSendSeInv,     RdmapOp::kTerminate,
+    RdmapOp::kImmediate, RdmapOp::kImmediateSe, RdmapOp::kAtomicRequest, RdmapOp::kAtomicResponse,
+    RdmapOp::kSendImm,   RdmapOp::kSendImmSe,   RdmapOp::kControl,
 };
 
 Bytes encode(const SegmentHeader &h) {
@@ -155,8 +155,8 @@ TEST(RdmapEncode, UntaggedNotLastAndExtensionOpcode) {
 TEST(RdmapDecode, RoundTripEveryOpcode) {
     for (RdmapOp op : kAllOps) {
         for (bool last : {false, true}) {
-            for (uint16_t plen : {uint16_t(0), uint16_t(1), uint16_t(4093),
-                                  uint16_t(kMaxSegmentPayload)}) {
+            for (uint16_t plen :
+                 {uint16_t(0), uint16_t(1), uint16_t(4093), uint16_t(kMaxSegmentPayload)}) {
                 SegmentHeader h;
                 h.op = op;
                 h.last = last;
@@ -242,8 +242,7 @@ TEST(RdmapDecode, RejectsBadDdpVersion) {
 TEST(RdmapDecode, RejectsDdpReservedBits) {
     for (uint8_t bit : {uint8_t(0x04), uint8_t(0x08), uint8_t(0x10), uint8_t(0x20)}) {
         SegmentHeader out;
-        EXPECT_EQ(decode(raw(18, uint8_t(0x41 | bit), 0x43), out).status,
-                  DecodeStatus::kMalformed)
+        EXPECT_EQ(decode(raw(18, uint8_t(0x41 | bit), 0x43), out).status, DecodeStatus::kMalformed)
             << int(bit);
     }
 }
@@ -391,8 +390,8 @@ TEST(RdmapPayload, ControlRoundTripAllTypes) {
         std::array<uint8_t, kControlLen> buf;
         buf.fill(0xFF);
         encode_control(c, buf.data());
-        const std::array<uint8_t, kControlLen> expect = {
-            uint8_t(t), 0, 0, 0, 0x00, 0xAB, 0xCD, 0xEF, 0x12, 0x34, 0x56, 0x78};
+        const std::array<uint8_t, kControlLen> expect = {uint8_t(t), 0,    0,    0,    0x00, 0xAB,
+                                                         0xCD,       0xEF, 0x12, 0x34, 0x56, 0x78};
         EXPECT_EQ(buf, expect);
         ControlPayload d{};
         ASSERT_TRUE(decode_control(buf.data(), d));
