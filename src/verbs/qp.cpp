@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "common/clock.h"
+#include "common/enum_value.h"
 #include "common/log.h"
 #include "verbs/context.h"
 #include "verbs/cq.h"
@@ -100,7 +101,8 @@ std::shared_ptr<Qp> Qp::create(Context *ctx, ibv_qp_init_attr_ex &a, int &err) {
         err = EOPNOTSUPP;
         return nullptr;
     }
-    if (a.qp_type != IBV_QPT_RC && a.qp_type != IBV_QPT_UC) {
+    const long long type = enum_value(a.qp_type);
+    if (type != IBV_QPT_RC && type != IBV_QPT_UC) {
         err = EOPNOTSUPP;
         return nullptr;
     }
@@ -170,12 +172,19 @@ int Qp::modify(ibv_qp_attr *a, int mask) {
     Lock lk(mu_);
     if (destroyed_) return EINVAL;
     const ibv_qp_state actual = qp_base.state;
-    const ibv_qp_state cur = (mask & IBV_QP_CUR_STATE) ? a->cur_qp_state : actual;
-    const ibv_qp_state next = (mask & IBV_QP_STATE) ? a->qp_state : cur;
+    auto state_arg = [](const ibv_qp_state &s) {
+        const long long v = enum_value(s);
+        return v >= IBV_QPS_RESET && v <= IBV_QPS_ERR ? ibv_qp_state(v) : IBV_QPS_UNKNOWN;
+    };
+    const ibv_qp_state cur = (mask & IBV_QP_CUR_STATE) ? state_arg(a->cur_qp_state) : actual;
+    const ibv_qp_state next = (mask & IBV_QP_STATE) ? state_arg(a->qp_state) : cur;
     if (!qp_transition_ok(cur, next, qp_base.qp_type, mask)) return EINVAL;
     if ((mask & IBV_QP_PORT) && a->port_num != 1) return EINVAL;
     if ((mask & IBV_QP_PKEY_INDEX) && a->pkey_index != 0) return EINVAL;
-    if ((mask & IBV_QP_PATH_MTU) && (a->path_mtu < IBV_MTU_256 || a->path_mtu > IBV_MTU_4096))
+    if ((mask & IBV_QP_PATH_MTU) &&
+        (enum_value(a->path_mtu) < IBV_MTU_256 || enum_value(a->path_mtu) > IBV_MTU_4096))
+        return EINVAL;
+    if ((mask & IBV_QP_PATH_MIG_STATE) && enum_value(a->path_mig_state) > IBV_MIG_ARMED)
         return EINVAL;
     if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) && a->max_rd_atomic > kMaxRdAtomic) return EINVAL;
     if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && a->max_dest_rd_atomic > kMaxRdAtomic)
@@ -313,6 +322,8 @@ int Qp::query(ibv_qp_attr *a, int, ibv_qp_init_attr *init) {
 int Qp::validate_send(const ibv_send_wr &wr) const {
     if (wr.num_sge < 0 || uint32_t(wr.num_sge) > max_send_sge_) return EINVAL;
     if (wr.num_sge > 0 && !wr.sg_list) return EINVAL;
+    const long long op = enum_value(wr.opcode);
+    if (op < IBV_WR_RDMA_WRITE || op > IBV_WR_ATOMIC_WRITE) return EINVAL;
     switch (wr.opcode) {
         case IBV_WR_SEND:
         case IBV_WR_SEND_WITH_IMM:

@@ -111,7 +111,7 @@ int type_index(ibv_qp_type t) {
 }  // namespace
 
 bool qp_transition_ok(ibv_qp_state cur, ibv_qp_state next, ibv_qp_type type, int mask) {
-    if (cur < 0 || cur >= kStates || next < 0 || next >= kStates) return false;
+    if (int(cur) < 0 || int(cur) >= kStates || int(next) < 0 || int(next) >= kStates) return false;
     const int ti = type_index(type);
     if (ti < 0) return false;
     // CUR_STATE may only name a state the QP could be "recovering" from.

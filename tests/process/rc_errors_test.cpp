@@ -331,7 +331,8 @@ TEST(RcErrors, PostingChecks) {
         PCHECK_EQ(ibv_post_send(ep.qp, &wr, &bad), EINVAL);
         PCHECK(bad == &wr);
         wr.num_sge = 1;
-        wr.opcode = ibv_wr_opcode(77);
+        const int garbage = 77;  // what a C caller can store in the enum field
+        std::memcpy(&wr.opcode, &garbage, sizeof garbage);
         PCHECK_EQ(ibv_post_send(ep.qp, &wr, &bad), EINVAL);
         wr.opcode = IBV_WR_SEND;
         wr.send_flags = IBV_SEND_INLINE;

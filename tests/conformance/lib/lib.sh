@@ -47,8 +47,8 @@ budget_left() { echo $((CONF_BUDGET - (SECONDS - CONF_START))); }
 step_timeout() {
     local left
     left=$(budget_left)
-    if ((left < 10)); then return 1; fi
-    if ((left - 5 < CONF_PAIR_TIMEOUT)); then echo $((left - 5)); else echo "$CONF_PAIR_TIMEOUT"; fi
+    if ((left < 25)); then return 1; fi
+    if ((left - 15 < CONF_PAIR_TIMEOUT)); then echo $((left - 15)); else echo "$CONF_PAIR_TIMEOUT"; fi
 }
 
 # require_prog <prog>...: a missing program is a failure of the test, never a skip.
@@ -194,7 +194,7 @@ describe_rc() {
     case $1 in
         -1) echo "not run" ;;
         0) echo "exit 0" ;;
-        124) echo "TIMED OUT after ${2}s (hang?)" ;;
+        124) echo "TIMED OUT (limit ${2}s; hang?)" ;;
         125) echo "not run (timeout(1) failed or budget exhausted)" ;;
         126 | 127) echo "exit $1 (could not execute)" ;;
         137) echo "KILLED (SIGKILL after timeout)" ;;
@@ -244,7 +244,7 @@ run_pair() {
     PAIR_CLIENT_RC=""
     PAIR_PORT=""
 
-    local attempt t port spid i listening why deadline
+    local attempt t port spid i listening why deadline sstart
     local -a s_cmd c_cmd
     for attempt in 1 2 3; do
         if ! t=$(step_timeout); then
@@ -262,6 +262,7 @@ run_pair() {
 
         log "-- $name: server: ${s_cmd[*]}"
         log "-- $name: client: ${c_cmd[*]}"
+        sstart=$SECONDS
         LD_LIBRARY_PATH=$LIBDIR timeout -k 5 "$t" "${LINEBUF[@]}" "${s_cmd[@]}" >"$PAIR_SERVER_OUT" 2>&1 </dev/null &
         spid=$!
         CONF_PIDS+=("$spid")
@@ -301,13 +302,18 @@ run_pair() {
         return 1
     done
 
-    # Client, bounded.
-    LD_LIBRARY_PATH=$LIBDIR timeout -k 5 "$t" "${LINEBUF[@]}" "${c_cmd[@]}" >"$PAIR_CLIENT_OUT" 2>&1 </dev/null
+    # Client, bounded: it cannot usefully outlive the server's own timeout (the
+    # server needs it to finish), so the whole pair stays within about t + 10 s.
+    local ct=$((t - (SECONDS - sstart) + 5))
+    ((ct < 5)) && ct=5
+    LD_LIBRARY_PATH=$LIBDIR timeout -k 5 "$ct" "${LINEBUF[@]}" "${c_cmd[@]}" >"$PAIR_CLIENT_OUT" 2>&1 </dev/null
     PAIR_CLIENT_RC=$?
 
-    # Server: bounded wait. If the client failed, the server may wait forever for a
-    # peer that is gone; give it a short grace only.
-    local grace=$t
+    # Server: bounded wait, until a little after its own timeout would have fired.
+    # If the client failed, the server may wait forever for a peer that is gone;
+    # give it a short grace only.
+    local grace=$((sstart + t + 7 - SECONDS))
+    ((grace < 1)) && grace=1
     ((PAIR_CLIENT_RC != 0 && grace > 10)) && grace=10
     why=""
     if ! wait_exit "$spid" "$grace"; then
