@@ -17,5 +17,9 @@ if [ "${SOFTRDMA_SKIP_SANITIZERS:-0}" != 1 ]; then
     (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
         UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
         ctest --output-on-failure -j1 -L 'unit|api|process' --timeout 600)
+    # The progress engine and the application threads race by design: TSan checks the locking.
+    cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DSANITIZE=thread -DBUILD_TESTING=ON >/dev/null
+    cmake --build build-tsan -j"$jobs" --target sr_api_tests sr_process_tests
+    (cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j1 -L 'api|process' --timeout 600)
 fi
 echo "all tests passed"

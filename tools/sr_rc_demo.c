@@ -174,14 +174,17 @@ int main(int argc, char **argv) {
     if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
                                   IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
         die("RTS");
+    /* The server's first half (after the message area) is what the client reads back: fill
+     * it before either side can start, and never into the second half the client writes. */
+    const size_t half = BUF_SIZE / 2;
+    if (server)
+        for (size_t i = 0; i < half - MSG_SIZE; ++i) buf[MSG_SIZE + i] = (char)(i * 7 + 3);
     char sync = 0;
     if (write(oob, &sync, 1) != 1 || read(oob, &sync, 1) != 1) die("sync");
 
-    const size_t half = BUF_SIZE / 2;
     if (server) {
         /* 1. SEND from the client. 2. The client writes the second half of our buffer
          * while we only wait; 3. it reads our first half back; 4. "done" SEND. */
-        for (size_t i = 0; i < half; ++i) buf[MSG_SIZE + i] = (char)(i * 7 + 3);
         wait_wc(cq, IBV_WC_RECV);
         printf("server: received \"%s\"\n", buf);
         post_recv(qp, mr, buf);

@@ -7,6 +7,7 @@
 #include <climits>
 #include <cstring>
 
+#include "common/tsan_annotations.h"
 #include "wire/crc32c.h"
 
 namespace softrdma::transport {
@@ -41,6 +42,7 @@ bool TxBatch::add(const wire::SegmentHeader &h, std::span<const iovec> payload,
     iov_[niov_++] = {s.head, head_len};
     size_t body = inline_payload.size();
     uint32_t c = crc_ ? wire::crc32c(0, s.head, head_len) : 0;
+    AppMemoryAccess app;
     for (const iovec &v : payload) {
         if (v.iov_len == 0) continue;
         iov_[niov_++] = v;
@@ -95,6 +97,7 @@ bool FpduStream::refill(IoStatus &st) {
 // Copies `n` staged bytes to the current placement position.
 static void place_bytes(Placement &p, int &idx, size_t &off, const uint8_t *src, size_t n,
                         uint8_t *scratch, size_t &scratch_len) {
+    AppMemoryAccess app;
     switch (p.kind) {
         case Placement::Kind::kDiscard:
             return;
@@ -131,6 +134,7 @@ IoStatus FpduStream::finish_payload_from_socket() {
         }
         ++cnt;
     }
+    AppMemoryAccess app;
     const ssize_t n = ::readv(fd_.get(), v, cnt);
     if (n == 0) return IoStatus::kClosed;
     if (n < 0) {
@@ -269,7 +273,11 @@ IoStatus FpduStream::pump_tx(StreamHandler &h, bool &blocked) {
         msghdr msg{};
         msg.msg_iov = &b.iov_[cur_iov_];
         msg.msg_iovlen = size_t(std::min(b.niov_ - cur_iov_, IOV_MAX));
-        const ssize_t n = ::sendmsg(fd_.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+        ssize_t n;
+        {
+            AppMemoryAccess app;  // gathers from registered memory
+            n = ::sendmsg(fd_.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+        }
         if (n < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
                 blocked = true;

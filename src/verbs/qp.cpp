@@ -1,6 +1,9 @@
 #include "verbs/qp.h"
 
 #include <sys/epoll.h>
+#include <sys/socket.h>
+
+#include <thread>
 
 #include <algorithm>
 #include <cerrno>
@@ -146,9 +149,11 @@ std::shared_ptr<Qp> Qp::create(Context *ctx, ibv_qp_init_attr_ex &a, int &err) {
 }
 
 void Qp::shutdown() {
+    dead_.store(true);
     std::shared_ptr<transport::MpaHandshake> hs;
     {
         Lock lk(mu_);
+        flush_ack(lk);
         destroyed_ = true;
         if (stream_) {
             transport::ProgressEngine::get().unwatch(stream_->fd());
@@ -158,6 +163,7 @@ void Qp::shutdown() {
     }
     if (hs) hs->cancel();
     transport::unregister_qp(qp_base.qp_num);
+    while (callbacks_.load()) std::this_thread::yield();  // engine callbacks drain
     scq_->detach(this);
     rcq_->detach(this);
     scq_->drop_user();
@@ -613,6 +619,28 @@ void Qp::progress_from_poller() {
     progress(lk);
 }
 
+// Hardware acknowledges what it received regardless of the application; a deferred ACK
+// must not die with the QP or the process.
+void Qp::flush_ack(Lock &) {
+    if (!stream_ || !ext_ || executed_seq_ == acked_sent_) return;
+    uint8_t frame[wire::kUntaggedHeaderLen + wire::kControlLen + wire::kCrcLen];
+    wire::SegmentHeader h;
+    h.op = wire::RdmapOp::kControl;
+    h.qn = wire::kQnControl;
+    h.payload_len = wire::kControlLen;
+    if (stream_->tx_pending() || stream_->crc()) {
+        // Mid-frame or CRC framing: go through the regular path once.
+        bool blocked;
+        stream_->pump_tx(*this, blocked);
+        return;
+    }
+    const size_t hl = wire::encode_segment_header(h, frame);
+    wire::encode_control({wire::ControlType::kAck, executed_seq_, 0}, frame + hl);
+    if (::send(stream_->fd(), frame, hl + wire::kControlLen, MSG_NOSIGNAL | MSG_DONTWAIT) ==
+        ssize_t(hl + wire::kControlLen))
+        acked_sent_ = executed_seq_;
+}
+
 void Qp::kick_engine() {
     // The application is about to sleep on a completion channel: hand the QP back.
     Lock lk(mu_);
@@ -620,6 +648,8 @@ void Qp::kick_engine() {
 }
 
 void Qp::on_io(uint32_t) {
+    CallbackGuard g(*this);
+    if (!g.alive) return;
     armed_mask_ = 0;  // one-shot: the event disarmed the fd
     if (poller_active()) {
         // A poller owns this QP now; look again after the poll window.
@@ -652,6 +682,8 @@ void Qp::arm_timer_at(uint64_t when) {
 }
 
 void Qp::on_timer() {
+    CallbackGuard g(*this);
+    if (!g.alive) return;
     Lock lk(mu_, std::defer_lock);
     if (poller_active()) {
         if (!lk.try_lock()) {

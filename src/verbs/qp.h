@@ -66,6 +66,7 @@ class Qp : public ibv_qp_ex,
            public transport::StreamHandler,
            public std::enable_shared_from_this<Qp> {
 public:
+    using Lock = std::unique_lock<std::mutex>;
     static std::shared_ptr<Qp> create(Context *ctx, ibv_qp_init_attr_ex &attr, int &err);
     Qp(Context *ctx, const ibv_qp_init_attr_ex &attr);
     ~Qp() override;
@@ -82,6 +83,11 @@ public:
     void shutdown();
     void progress_from_poller();
     void kick_engine();
+    void flush_ack(Lock &lk);
+    void flush_ack_at_exit() {
+        Lock lk(mu_);
+        flush_ack(lk);
+    }
 
     // transport::Pollable
     void on_io(uint32_t events) override;
@@ -104,7 +110,6 @@ public:
 
 private:
     friend class QpTestPeer;
-    using Lock = std::unique_lock<std::mutex>;
 
     // qp.cpp
     int post_one_send(const ibv_send_wr &wr, Lock &lk);
@@ -167,6 +172,18 @@ public:
     uint32_t max_inline_;
     uint32_t max_send_sge_, max_recv_sge_;
     bool destroyed_ = false;
+    // Engine callbacks in flight; destroy waits for them so none touches a freed CQ.
+    std::atomic<int> callbacks_{0};
+    std::atomic<bool> dead_{false};
+    struct CallbackGuard {
+        explicit CallbackGuard(Qp &q) : qp(q) {
+            qp.callbacks_.fetch_add(1);
+            alive = !qp.dead_.load();
+        }
+        ~CallbackGuard() { qp.callbacks_.fetch_sub(1); }
+        Qp &qp;
+        bool alive;
+    };
 
     // Attributes set by modify.
     ibv_qp_attr attr_{};

@@ -185,17 +185,29 @@ void Qp::on_stream_lost(Lock &lk, bool protocol_error) {
         move_to_error(lk);
         return;
     }
-    if (outstanding || protocol_error) {
+    if (protocol_error) {
         for (uint32_t i = 0; i < sq_tx_; ++i) {
             SendWqe &w = sq_[sq_slot(*this, i)];
             if (!w.done) {
                 w.done = true;
-                w.status = protocol_error ? IBV_WC_REM_OP_ERR : IBV_WC_RETRY_EXC_ERR;
+                w.status = IBV_WC_REM_OP_ERR;
                 break;
             }
         }
         move_to_error(lk);
         return;
+    }
+    recv_active_ = false;
+    if (qp_base.qp_type == IBV_QPT_UC) {
+        // UC never learns whether data arrived: what was sent counts as sent.
+        for (uint32_t i = 0; i < sq_tx_; ++i) sq_[sq_slot(*this, i)].done = true;
+        retire_sends();
+    } else if (outstanding) {
+        // The peer is gone, but hardware only finds out when its retries run dry: the retry
+        // budget (timeout x (retry_cnt + 1)) since the last acknowledgement decides, as it
+        // does for a silent peer.
+        SR_DEBUG("qp %u: peer closed with work outstanding (acked %u, next %u)", qp_base.qp_num,
+                 acked_seq_, next_seq_);
     }
     // Idle: redial when there is something to send (the dialing side only).
     tx_off_ = 0;

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "common/clock.h"
+#include "common/tsan_annotations.h"
 #include "common/log.h"
 #include "verbs/context.h"
 #include "verbs/cq.h"
@@ -260,6 +261,7 @@ bool Qp::handle_atomic_request(const wire::SegmentHeader &h, std::span<const uin
                        wire::kTermEcodeAccessRights);
         return true;
     }
+    AppMemoryAccess app;
     std::atomic_ref<uint64_t> target(*reinterpret_cast<uint64_t *>(v.host));
     uint64_t orig;
     if (r.op == wire::AtomicOp::kFetchAdd) {
@@ -293,6 +295,7 @@ bool Qp::handle_atomic_response(const wire::SegmentHeader &h, std::span<const ui
             w.status = IBV_WC_LOC_PROT_ERR;
             fatal_pending_ = true;
         } else {
+            AppMemoryAccess app;
             std::memcpy(mv.host, &v, 8);
         }
         w.done = true;

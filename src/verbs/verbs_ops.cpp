@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -277,8 +278,17 @@ void ack_cq_events(ibv_cq *cq, unsigned n) {
 
 // ------------------------------------------------------------------------------ QP
 
+// A process that exits without destroying its QPs still acknowledges what it received, as
+// the HCA would have done on receipt.
+void flush_acks_at_exit() {
+    std::lock_guard lk(g_qp_mu);
+    for (auto &[qp, ref] : qp_registry()) ref->flush_ack_at_exit();
+}
+
 ibv_qp *create_qp_ex(ibv_context *ctx, ibv_qp_init_attr_ex *a) {
     if (!ctx || !a) return fail<ibv_qp>(EINVAL);
+    static const bool hooked = std::atexit(flush_acks_at_exit) == 0;
+    (void)hooked;
     int err = 0;
     auto qp = Qp::create(Context::from(ctx), *a, err);
     if (!qp) return fail<ibv_qp>(err);

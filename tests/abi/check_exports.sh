@@ -41,6 +41,10 @@ libs=$(grep -v '^[[:space:]]*#' "$req" | awk 'NF { print $2 }' | sort -u)
 
 for lib in $libs; do
     f="$libdir/$lib"
+    if [ ! -e "$f" ] && [[ " ${SOFTRDMA_LDD_ALLOW_SYSTEM:-} " == *" $lib "* ]]; then
+        echo "NOTE: $lib is not built yet; its exports are not checked (SOFTRDMA_LDD_ALLOW_SYSTEM)"
+        continue
+    fi
     if [ ! -e "$f" ]; then
         echo "FAIL: $f does not exist"
         n=$(grep -v '^[[:space:]]*#' "$req" | awk -v l="$lib" '$2 == l' | wc -l)

@@ -256,6 +256,7 @@ run_pair() {
         fi
         port=$(free_port) || { fail "$name: free_port failed"; return 1; }
         [[ $port =~ ^[0-9]+$ ]] || { fail "$name: free_port returned '$port'"; return 1; }
+        # shellcheck disable=SC2034  # PAIR_PORT is for callers
         PAIR_PORT=$port
         s_cmd=("${srv[@]//@PORT@/$port}")
         c_cmd=("${cli[@]//@PORT@/$port}")
