@@ -82,12 +82,11 @@ void MpaHandshake::finish(std::unique_lock<std::mutex> &lk, int err) {
     if (fd_) ProgressEngine::get().unwatch(fd_.get());
     Result r;
     r.err = err;
-    if (err == 0) {
-        r.fd = std::move(fd_);
-        r.peer = std::move(peer_);
-    } else {
-        fd_.reset();
-    }
+    r.got_frame = got_frame_;
+    r.rejected = active_ && got_frame_ && (peer_.flags & wire::kMpaFlagReject);
+    r.peer = std::move(peer_);
+    if (err == 0) r.fd = std::move(fd_);
+    else fd_.reset();
     Done done = std::move(done_);
     done_ = nullptr;
     // Drop our self-reference only after the callback: the caller may hold none.
@@ -173,6 +172,7 @@ void MpaHandshake::step(std::unique_lock<std::mutex> &lk) {
                 bool complete;
                 if (!read_frame(err, complete)) return finish(lk, err ? err : EPROTO);
                 if (!complete) return;
+                got_frame_ = true;
                 if (active_) {
                     if (peer_.flags & wire::kMpaFlagReject) return finish(lk, ECONNREFUSED);
                     return finish(lk, 0);
@@ -187,6 +187,10 @@ void MpaHandshake::step(std::unique_lock<std::mutex> &lk) {
                 lk.lock();
                 if (state_ != State::kDeferred) return;
                 if (d.kind == Decision::Kind::kClose) return finish(lk, ECONNREFUSED);
+                if (d.kind == Decision::Kind::kHold) {
+                    state_ = State::kHeld;
+                    return;
+                }
                 if (d.kind == Decision::Kind::kDefer) {
                     const uint64_t retry = now_ns() + 5'000'000;
                     if (retry >= deadline_) return finish(lk, ETIMEDOUT);
@@ -207,10 +211,22 @@ void MpaHandshake::step(std::unique_lock<std::mutex> &lk) {
                     return;
                 }
                 return finish(lk, reply_accepted_ ? 0 : ECONNREFUSED);
+            case State::kHeld:  // waiting for respond()
             case State::kFinished:
                 return;
         }
     }
+}
+
+bool MpaHandshake::respond(std::vector<uint8_t> reply, bool accepted) {
+    std::unique_lock lk(mu_);
+    if (state_ != State::kHeld) return false;
+    out_ = std::move(reply);
+    out_off_ = 0;
+    reply_accepted_ = accepted;
+    state_ = State::kSendingReply;
+    step(lk);
+    return true;
 }
 
 void MpaHandshake::on_io(uint32_t) {

@@ -19,13 +19,16 @@ class MpaHandshake : public Pollable, public std::enable_shared_from_this<MpaHan
 public:
     struct Result {
         int err = 0;  // 0, or ECONNREFUSED (reset / rejected), ETIMEDOUT, EPROTO
+        bool rejected = false;  // active side: the peer answered with an MPA reject
+        bool got_frame = false;  // `peer` holds the frame the other side sent
         UniqueFd fd;
-        wire::MpaFrame peer;  // the frame the other side sent
+        wire::MpaFrame peer;
     };
     using Done = std::function<void(Result &&)>;
 
     struct Decision {
-        enum class Kind { kReply, kDefer, kClose } kind = Kind::kClose;
+        // kHold: keep the connection until respond() (the application decides later).
+        enum class Kind { kReply, kDefer, kClose, kHold } kind = Kind::kClose;
         std::vector<uint8_t> reply;  // encoded MPA reply (for kReply)
         bool accepted = false;       // after sending a reply: hand over the socket or close it
     };
@@ -38,12 +41,14 @@ public:
                                                        uint64_t deadline_ns, Done done);
     // Stops the exchange; `done` is not called afterwards.
     void cancel();
+    // Answers a held passive exchange. False if it is no longer waiting (peer gone, timeout).
+    bool respond(std::vector<uint8_t> reply, bool accepted);
 
     void on_io(uint32_t events) override;
     void on_timer() override;
 
 private:
-    enum class State { kConnecting, kSending, kReceiving, kDeferred, kSendingReply, kFinished };
+    enum class State { kConnecting, kSending, kReceiving, kDeferred, kHeld, kSendingReply, kFinished };
     MpaHandshake(UniqueFd fd, bool active, uint64_t deadline);
     void step(std::unique_lock<std::mutex> &lk);
     void finish(std::unique_lock<std::mutex> &lk, int err);
@@ -60,6 +65,7 @@ private:
     std::vector<uint8_t> in_;
     wire::MpaFrame peer_;
     bool reply_accepted_ = false;
+    bool got_frame_ = false;
     Decide decide_;
     Done done_;
     // The exchange owns itself until it finishes: the engine holds only weak references and

@@ -80,6 +80,23 @@ void ProgressEngine::schedule(const std::shared_ptr<Pollable> &owner, uint64_t d
     if (earliest) wake();
 }
 
+void ProgressEngine::post(std::function<void()> task) {
+    {
+        std::lock_guard lk(mu_);
+        tasks_.push_back(std::move(task));
+    }
+    wake();
+}
+
+void ProgressEngine::run_tasks() {
+    std::vector<std::function<void()>> tasks;
+    {
+        std::lock_guard lk(mu_);
+        tasks.swap(tasks_);
+    }
+    for (auto &t : tasks) t();
+}
+
 void ProgressEngine::wake() {
     uint64_t one = 1;
     [[maybe_unused]] ssize_t r = ::write(wakefd_.get(), &one, sizeof one);
@@ -87,6 +104,7 @@ void ProgressEngine::wake() {
 
 int ProgressEngine::next_timeout_ms() {
     std::lock_guard lk(mu_);
+    if (!tasks_.empty()) return 0;
     if (timers_.empty()) return -1;
     const uint64_t now = now_ns();
     const uint64_t d = timers_.top().deadline;
@@ -133,6 +151,7 @@ void ProgressEngine::run() {
             if (owner) owner->on_io(events[i].events);
         }
         fire_due_timers();
+        run_tasks();
     }
 }
 

@@ -3,6 +3,7 @@
 // Application threads that poll CQs drive their own QPs; this thread is the fallback.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <queue>
@@ -33,6 +34,8 @@ public:
     void unwatch(int fd);
     // One-shot timer: owner->on_timer() at or after `deadline_ns` (CLOCK_MONOTONIC).
     void schedule(const std::shared_ptr<Pollable> &owner, uint64_t deadline_ns);
+    // Runs `task` on the engine thread, outside every lock its caller holds.
+    void post(std::function<void()> task);
 
     ProgressEngine();
     ~ProgressEngine();
@@ -49,12 +52,14 @@ private:
     void wake();
     int next_timeout_ms();
     void fire_due_timers();
+    void run_tasks();
 
     UniqueFd epfd_;
     UniqueFd wakefd_;
     std::mutex mu_;
     std::unordered_map<int, std::weak_ptr<Pollable>> owners_;
     std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
+    std::vector<std::function<void()>> tasks_;
     std::thread thread_;
     bool stop_ = false;
 };

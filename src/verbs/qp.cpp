@@ -12,6 +12,7 @@
 #include "common/clock.h"
 #include "common/enum_value.h"
 #include "common/log.h"
+#include "verbs/cm_token.h"
 #include "verbs/context.h"
 #include "verbs/cq.h"
 #include "verbs/pd.h"
@@ -237,6 +238,11 @@ int Qp::modify(ibv_qp_attr *a, int mask) {
     if (mask & IBV_QP_DEST_QPN) {
         attr_.dest_qp_num = a->dest_qp_num;
         remote_qpn_ = a->dest_qp_num;
+        if (is_cm_token(a->dest_qp_num)) {
+            // A QP the application drives with rdma_init_qp_attr: the CM connects it.
+            cm_managed_ = true;
+            cm_token_bind(a->dest_qp_num, shared_from_this());
+        }
     }
     if (mask & IBV_QP_ALT_PATH) {
         attr_.alt_ah_attr = a->alt_ah_attr;
@@ -581,6 +587,7 @@ void Qp::progress(Lock &lk, bool rx) {
     if (fatal_pending_ && !term_pending_ && !stream_->tx_pending()) {
         // Our NAK/TERMINATE went out: the connection ends here, as iWARP closes after one.
         move_to_error(lk);
+        if (cm_managed_ && cm_hook_) transport::ProgressEngine::get().post(cm_hook_);
         return;
     }
     tx_blocked_ = blocked;

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -81,6 +82,13 @@ public:
     int post_recv(ibv_recv_wr *wr, ibv_recv_wr **bad);
     // Tears down the connection and unhooks from CQs; the object dies with its last ref.
     void shutdown();
+
+    // QPs connected by the CM use the CM's TCP connection as their stream (as iWARP does),
+    // never dial raw, and report the end of the connection through `hook` (run on the
+    // engine thread, outside the QP lock).
+    void set_cm_managed(std::function<void()> hook);
+    int attach_cm_stream(UniqueFd fd, const wire::MpaFrame &peer);
+    bool cm_managed() const { return cm_managed_; }
     void progress_from_poller();
     void kick_engine();
     void flush_ack(Lock &lk);
@@ -172,6 +180,8 @@ public:
     uint32_t max_inline_;
     uint32_t max_send_sge_, max_recv_sge_;
     bool destroyed_ = false;
+    bool cm_managed_ = false;
+    std::function<void()> cm_hook_;
     // Engine callbacks in flight; destroy waits for them so none touches a freed CQ.
     std::atomic<int> callbacks_{0};
     std::atomic<bool> dead_{false};

@@ -29,6 +29,7 @@ bool want_crc() {
 }  // namespace
 
 bool Qp::i_dial() const {
+    if (cm_managed_) return false;  // the CM connects this QP
     const auto gids = ctx_->dev()->gids();
     const uint8_t idx = attr_.ah_attr.grh.sgid_index;
     if (idx >= gids.size()) return false;
@@ -119,7 +120,8 @@ transport::MpaHandshake::Decision Qp::on_hello(const wire::MpaFrame &req,
         d.accepted = false;
         return d;
     };
-    if (destroyed_ || st == IBV_QPS_ERR) return reject(wire::QpHelloStatus::kNoSuchQp);
+    if (destroyed_ || cm_managed_ || st == IBV_QPS_ERR)
+        return reject(wire::QpHelloStatus::kNoSuchQp);
     if (hello.qp_type != uint8_t(qp_base.qp_type)) return reject(wire::QpHelloStatus::kBadType);
     if (st == IBV_QPS_RESET || st == IBV_QPS_INIT) {
         d.kind = Kind::kDefer;  // the application has not given us the peer yet
@@ -171,10 +173,42 @@ void Qp::adopt_stream(transport::MpaHandshake::Result &&r, Lock &lk) {
     progress(lk);
 }
 
+void Qp::set_cm_managed(std::function<void()> hook) {
+    Lock lk(mu_);
+    cm_managed_ = true;
+    cm_hook_ = std::move(hook);
+}
+
+int Qp::attach_cm_stream(UniqueFd fd, const wire::MpaFrame &peer) {
+    Lock lk(mu_);
+    if (destroyed_ || stream_) return EINVAL;
+    const ibv_qp_state st = qp_base.state;
+    if (st != IBV_QPS_RTR && st != IBV_QPS_RTS) return EINVAL;
+    transport::MpaHandshake::Result r;
+    r.fd = std::move(fd);
+    r.peer = peer;
+    adopt_stream(std::move(r), lk);
+    return stream_ ? 0 : EIO;
+}
+
 void Qp::on_stream_lost(Lock &lk, bool protocol_error) {
     SR_DEBUG("qp %u: stream lost (%s)", qp_base.qp_num, protocol_error ? "protocol error" : "closed");
     transport::ProgressEngine::get().unwatch(stream_->fd());
     stream_.reset();
+    if (cm_managed_) {
+        // The CM connection ended (DREQ on IB): the QP goes to ERR, the CM reports
+        // DISCONNECTED.
+        if (protocol_error)
+            for (uint32_t i = 0; i < sq_tx_; ++i)
+                if (!sq_[sq_slot(*this, i)].done) {
+                    sq_[sq_slot(*this, i)].done = true;
+                    sq_[sq_slot(*this, i)].status = IBV_WC_REM_OP_ERR;
+                    break;
+                }
+        move_to_error(lk);
+        if (cm_hook_) transport::ProgressEngine::get().post(cm_hook_);
+        return;
+    }
     // Work the peer never acknowledged cannot be delivered any more.
     bool outstanding = recv_active_;
     for (uint32_t i = 0; i < sq_tx_ && !outstanding; ++i)

@@ -1,0 +1,192 @@
+// Binding and address/route resolution. RDMA_PS_TCP port P is TCP port P (as on iWARP): the
+// bound socket reserves it, then listens or connects from it.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "cm/cm_api.h"
+#include "cm/cm_id.h"
+
+namespace softrdma::cm {
+namespace {
+
+int fail(int err) {
+    errno = err;
+    return -1;
+}
+
+bool is_wildcard(const sockaddr *sa) {
+    if (sa->sa_family == AF_INET)
+        return reinterpret_cast<const sockaddr_in *>(sa)->sin_addr.s_addr == htonl(INADDR_ANY);
+    if (sa->sa_family == AF_INET6)
+        return IN6_IS_ADDR_UNSPECIFIED(&reinterpret_cast<const sockaddr_in6 *>(sa)->sin6_addr);
+    return false;
+}
+
+uint16_t port_of(const sockaddr *sa) {
+    if (sa->sa_family == AF_INET) return reinterpret_cast<const sockaddr_in *>(sa)->sin_port;
+    if (sa->sa_family == AF_INET6) return reinterpret_cast<const sockaddr_in6 *>(sa)->sin6_port;
+    return 0;
+}
+
+void set_port(sockaddr *sa, uint16_t port_be) {
+    if (sa->sa_family == AF_INET) reinterpret_cast<sockaddr_in *>(sa)->sin_port = port_be;
+    if (sa->sa_family == AF_INET6) reinterpret_cast<sockaddr_in6 *>(sa)->sin6_port = port_be;
+}
+
+void fill_ib_addr(CmId &id) {
+    sockaddr_to_gid(&id.route.addr.src_addr, id.route.addr.addr.ibaddr.sgid.raw);
+    sockaddr_to_gid(&id.route.addr.dst_addr, id.route.addr.addr.ibaddr.dgid.raw);
+    id.route.addr.addr.ibaddr.pkey = htobe16(0xffff);
+}
+
+// Reserves addr:port in the id's port space. Called with id.mu held.
+int do_bind(CmId &id, const sockaddr *addr) {
+    if (addr->sa_family != AF_INET && addr->sa_family != AF_INET6) return fail(EAFNOSUPPORT);
+    const int type = id.ps == RDMA_PS_UDP || id.ps == RDMA_PS_IPOIB ? SOCK_DGRAM : SOCK_STREAM;
+    UniqueFd fd(::socket(addr->sa_family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    if (!fd) return -1;
+    if (id.reuseaddr) {
+        int one = 1;
+        setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    }
+    if (addr->sa_family == AF_INET6 && id.afonly >= 0) {
+        int v = id.afonly;
+        setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &v, sizeof v);
+    }
+    if (type == SOCK_STREAM) {
+        int one = 1;
+        setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    }
+    if (::bind(fd.get(), addr, sockaddr_len(addr)) != 0) return -1;
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    getsockname(fd.get(), reinterpret_cast<sockaddr *>(&ss), &len);
+    std::memcpy(&id.route.addr.src_storage, &ss, len);
+    if (!is_wildcard(addr)) {
+        id.verbs = context_for_addr(addr);
+        if (!id.verbs) return fail(ENODEV);
+        id.port_num = 1;
+    }
+    id.sock = std::move(fd);
+    id.set_state(State::kAddrBound);
+    return 0;
+}
+
+}  // namespace
+
+int bind_addr(rdma_cm_id *raw, sockaddr *addr) {
+    if (!raw || !addr) return fail(EINVAL);
+    CmId &id = *CmId::from(raw);
+    std::lock_guard lk(id.mu);
+    CM_LOG("bind_addr %p", static_cast<void *>(raw));
+    if (id.state != State::kIdle) return fail(EINVAL);
+    return do_bind(id, addr);
+}
+
+int resolve_addr(rdma_cm_id *raw, sockaddr *src, sockaddr *dst, int timeout_ms) {
+    if (!raw || !dst) return fail(EINVAL);
+    CmId &id = *CmId::from(raw);
+    {
+        std::lock_guard lk(id.mu);
+        CM_LOG("resolve_addr %p timeout %d", static_cast<void *>(raw), timeout_ms);
+        if (dst->sa_family != AF_INET && dst->sa_family != AF_INET6) return fail(EAFNOSUPPORT);
+        if (id.state == State::kIdle) {
+            sockaddr_storage any{};
+            if (src) {
+                std::memcpy(&any, src, sockaddr_len(src));
+            } else {
+                any.ss_family = dst->sa_family;
+            }
+            if (do_bind(id, reinterpret_cast<sockaddr *>(&any)) != 0) return -1;
+        } else if (id.state != State::kAddrBound) {
+            return fail(EINVAL);
+        }
+        // The kernel's routing table picks the source address, as for any socket.
+        UniqueFd probe(::socket(dst->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+        sockaddr_storage d{};
+        std::memcpy(&d, dst, sockaddr_len(dst));
+        if (port_of(reinterpret_cast<sockaddr *>(&d)) == 0) set_port(reinterpret_cast<sockaddr *>(&d), htons(9));
+        if (!probe || ::connect(probe.get(), reinterpret_cast<sockaddr *>(&d), sockaddr_len(dst)) != 0) {
+            const int err = errno;
+            id.set_state(State::kAddrBound);
+            return fail(err == EINVAL ? ENETUNREACH : err);
+        }
+        sockaddr_storage local{};
+        socklen_t len = sizeof local;
+        getsockname(probe.get(), reinterpret_cast<sockaddr *>(&local), &len);
+        id.set_state(State::kAddrQuery);
+        const uint16_t bound_port = port_of(&id.route.addr.src_addr);
+        if (is_wildcard(&id.route.addr.src_addr)) {
+            std::memcpy(&id.route.addr.src_storage, &local, len);
+            set_port(&id.route.addr.src_addr, bound_port);
+        }
+        std::memset(&id.route.addr.dst_storage, 0, sizeof id.route.addr.dst_storage);
+        std::memcpy(&id.route.addr.dst_storage, dst, sockaddr_len(dst));
+        fill_ib_addr(id);
+        ibv_context *ctx = context_for_addr(&id.route.addr.src_addr);
+        if (!ctx) {
+            id.set_state(State::kAddrBound);
+            id.post_event(RDMA_CM_EVENT_ADDR_ERROR, -ENODEV);
+        } else {
+            id.verbs = ctx;
+            id.port_num = 1;
+            id.set_state(State::kAddrResolved);
+            id.post_event(RDMA_CM_EVENT_ADDR_RESOLVED, 0);
+        }
+    }
+    return id.sync ? id.complete_sync() : 0;
+}
+
+int resolve_route(rdma_cm_id *raw, int timeout_ms) {
+    if (!raw) return fail(EINVAL);
+    CmId &id = *CmId::from(raw);
+    {
+        std::lock_guard lk(id.mu);
+        CM_LOG("resolve_route %p timeout %d", static_cast<void *>(raw), timeout_ms);
+        if (id.state != State::kAddrResolved) return fail(EINVAL);
+        id.set_state(State::kRouteQuery);
+        // RoCE: the route is the address pair; one path record describes it.
+        id.path = std::make_unique<ibv_sa_path_rec>();
+        std::memset(id.path.get(), 0, sizeof *id.path);
+        id.path->sgid = id.route.addr.addr.ibaddr.sgid;
+        id.path->dgid = id.route.addr.addr.ibaddr.dgid;
+        id.path->pkey = htobe16(0xffff);
+        id.path->mtu = IBV_MTU_4096;
+        id.path->mtu_selector = 2;
+        id.path->rate = IBV_RATE_100_GBPS;
+        id.path->hop_limit = 64;
+        id.path->traffic_class = id.tos;
+        id.path->reversible = 1;
+        id.path->numb_path = 1;
+        id.route.path_rec = id.path.get();
+        id.route.num_paths = 1;
+        id.set_state(State::kRouteResolved);
+        id.post_event(RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
+    }
+    return id.sync ? id.complete_sync() : 0;
+}
+
+uint16_t get_src_port(rdma_cm_id *raw) { return raw ? port_of(&raw->route.addr.src_addr) : 0; }
+uint16_t get_dst_port(rdma_cm_id *raw) { return raw ? port_of(&raw->route.addr.dst_addr) : 0; }
+
+ibv_context **get_devices(int *num) {
+    const auto ctxs = all_contexts();
+    auto **list = static_cast<ibv_context **>(calloc(ctxs.size() + 1, sizeof(ibv_context *)));
+    if (!list) {
+        errno = ENOMEM;
+        return nullptr;
+    }
+    for (size_t i = 0; i < ctxs.size(); ++i) list[i] = ctxs[i];
+    if (num) *num = int(ctxs.size());
+    return list;
+}
+
+void free_devices(ibv_context **list) { free(list); }
+
+}  // namespace softrdma::cm

@@ -1,0 +1,487 @@
+// Connection establishment over TCP + MPA (as iWARP does it): listen, connect, accept,
+// reject, disconnect. The CM's TCP connection becomes the QP's stream.
+#include <arpa/inet.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "cm/cm_api.h"
+#include "cm/cm_id.h"
+#include "common/clock.h"
+#include "transport/progress_engine.h"
+#include "verbs/context.h"
+#include "verbs/qp.h"
+#include "verbs/verbs_ops.h"
+
+namespace softrdma::cm {
+
+void register_child(const std::shared_ptr<CmId> &id);
+std::function<void()> disconnect_hook(CmId &id);
+
+namespace {
+
+int fail(int err) {
+    errno = err;
+    return -1;
+}
+
+uint64_t cm_timeout_ns() {
+    static const uint64_t ns = [] {
+        const char *v = std::getenv("SOFTRDMA_CM_TIMEOUT_MS");
+        const long ms = v ? std::atol(v) : 0;
+        return uint64_t(ms > 0 ? ms : 30000) * 1000000ull;
+    }();
+    return ns;
+}
+
+bool want_crc() {
+    const char *v = std::getenv("SOFTRDMA_MPA_CRC");
+    return v && std::strcmp(v, "1") == 0;
+}
+
+uint8_t clamp_rd(uint8_t v) { return std::min<uint8_t>(v, verbs::kMaxRdAtomic); }
+
+// The QP's end of the connection was closed by the peer (or failed): DISCONNECTED.
+void on_transport_closed(const std::weak_ptr<CmId> &weak) {
+    auto id = weak.lock();
+    if (!id) return;
+    std::lock_guard lk(id->mu);
+    if (id->state != State::kConnect || !id->established) return;
+    id->set_state(State::kDisconnect);
+    id->post_event(RDMA_CM_EVENT_DISCONNECTED, 0);
+}
+
+// Moves the id's QP to RTR and RTS with the negotiated parameters. mu held.
+int ready_qp(CmId &id) {
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_RTR;
+    a.path_mtu = IBV_MTU_4096;
+    a.dest_qp_num = 1;  // the CM connection names the peer, not a QPN
+    a.rq_psn = 0;
+    a.max_dest_rd_atomic = clamp_rd(id.conn.responder_resources);
+    a.min_rnr_timer = 12;
+    a.ah_attr.is_global = 1;
+    a.ah_attr.port_num = 1;
+    a.ah_attr.grh.hop_limit = 64;
+    a.ah_attr.grh.traffic_class = id.tos;
+    a.ah_attr.grh.dgid = id.route.addr.addr.ibaddr.dgid;
+    const int rtr = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                    IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+    const int rtr_uc = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+    const bool rc = id.qp->qp_type == IBV_QPT_RC;
+    if (int e = verbs::modify_qp(id.qp, &a, rc ? rtr : rtr_uc)) return e;
+    std::memset(&a, 0, sizeof a);
+    a.qp_state = IBV_QPS_RTS;
+    a.timeout = id.ack_timeout ? id.ack_timeout : 14;
+    a.retry_cnt = std::min<uint8_t>(id.conn.retry_count, 7);
+    a.rnr_retry = std::min<uint8_t>(id.conn.rnr_retry_count, 7);
+    a.sq_psn = 0;
+    a.max_rd_atomic = clamp_rd(id.conn.initiator_depth);
+    const int rts = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                    IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
+    return verbs::modify_qp(id.qp, &a, rc ? rts : (IBV_QP_STATE | IBV_QP_SQ_PSN));
+}
+
+void qp_to_error(CmId &id) {
+    ibv_qp *q = id.conn_qp();
+    if (!q) return;
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_ERR;
+    verbs::modify_qp(q, &a, IBV_QP_STATE);
+}
+
+std::vector<uint8_t> mpa_frame(bool reply, bool reject, const wire::MpaFrame *req, uint8_t ird,
+                               uint8_t ord, const void *pd, size_t len) {
+    wire::MpaFrame f;
+    f.reply = reply;
+    f.flags = wire::kMpaFlagEnhanced;
+    // Extensions and CRC only as the request offered (a reply never adds what was not asked).
+    if (!req || (req->flags & wire::kMpaFlagSoftrdmaExt)) f.flags |= wire::kMpaFlagSoftrdmaExt;
+    if ((req && (req->flags & wire::kMpaFlagCrc)) || want_crc()) f.flags |= wire::kMpaFlagCrc;
+    if (reject) f.flags |= wire::kMpaFlagReject;
+    f.ird = ird;
+    f.ord = ord;
+    if (len) f.private_data.assign(static_cast<const uint8_t *>(pd), static_cast<const uint8_t *>(pd) + len);
+    return wire::encode_mpa_frame(f);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------- listen
+
+class Listener : public transport::Pollable, public std::enable_shared_from_this<Listener> {
+public:
+    explicit Listener(std::weak_ptr<CmId> id) : id_(std::move(id)) {}
+    void on_io(uint32_t) override;
+    void rearm(int fd) {
+        transport::ProgressEngine::get().rearm(fd, shared_from_this(), EPOLLIN | EPOLLONESHOT);
+    }
+
+private:
+    void on_request(const std::shared_ptr<CmId> &lid, UniqueFd fd);
+    std::weak_ptr<CmId> id_;
+};
+
+void Listener::on_io(uint32_t) {
+    auto lid = id_.lock();
+    if (!lid) return;
+    for (;;) {
+        int lfd;
+        {
+            std::lock_guard lk(lid->mu);
+            if (lid->state != State::kListen || !lid->sock) return;
+            // Backlog: beyond it, requests wait in the kernel's queue until the
+            // application answers earlier ones (rearmed from accept/reject/destroy).
+            if (lid->pending_requests >= lid->backlog) return;
+            lfd = lid->sock.get();
+        }
+        UniqueFd c(::accept4(lfd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+        if (!c) {
+            rearm(lfd);
+            return;
+        }
+        transport::tune_stream_socket(c.get());
+        on_request(lid, std::move(c));
+    }
+}
+
+void Listener::on_request(const std::shared_ptr<CmId> &lid, UniqueFd fd) {
+    auto child = std::make_shared<CmId>(nullptr, lid->context, lid->ps, lid->qp_type);
+    {
+        // Until the request arrives, events for the child go to the listener's channel.
+        std::lock_guard lk(lid->mu);
+        child->own_chan.reset();
+        child->sync = false;
+        child->chan = lid->chan;
+        child->channel = lid->chan;
+        child->passive = true;
+        child->parent = lid;
+        child->tos = lid->tos;
+        ++lid->pending_requests;
+    }
+    sockaddr_storage local{}, peer{};
+    socklen_t ll = sizeof local, pl = sizeof peer;
+    getsockname(fd.get(), reinterpret_cast<sockaddr *>(&local), &ll);
+    getpeername(fd.get(), reinterpret_cast<sockaddr *>(&peer), &pl);
+    std::weak_ptr<CmId> wchild = child, wlid = lid;
+    auto decide = [wchild, wlid, local, peer, ll, pl](const wire::MpaFrame &req) {
+        transport::MpaHandshake::Decision d;
+        auto c = wchild.lock();
+        auto l = wlid.lock();
+        if (!c || !l) return d;  // close
+        std::lock_guard lk(l->mu);
+        if (l->state != State::kListen) return d;
+        register_child(c);
+        std::lock_guard ck(c->mu);
+        std::memcpy(&c->route.addr.src_storage, &local, ll);
+        std::memcpy(&c->route.addr.dst_storage, &peer, pl);
+        sockaddr_to_gid(&c->route.addr.src_addr, c->route.addr.addr.ibaddr.sgid.raw);
+        sockaddr_to_gid(&c->route.addr.dst_addr, c->route.addr.addr.ibaddr.dgid.raw);
+        c->route.addr.addr.ibaddr.pkey = htobe16(0xffff);
+        c->verbs = context_for_addr(&c->route.addr.src_addr);
+        c->port_num = 1;
+        c->peer_frame = req;
+        // Seen from the receiver: the peer's ORD is what we must serve, its IRD what we may use.
+        c->conn.responder_resources = uint8_t(std::min<uint16_t>(req.ord & wire::kMpaV2IrdOrdMask, 255));
+        c->conn.initiator_depth = uint8_t(std::min<uint16_t>(req.ird & wire::kMpaV2IrdOrdMask, 255));
+        c->conn.retry_count = 7;
+        c->conn.rnr_retry_count = 7;
+        c->set_state(State::kConnect);
+        l->post_event(RDMA_CM_EVENT_CONNECT_REQUEST, 0, req.private_data.data(),
+                      req.private_data.size(), kConnectPrivateData, c);
+        d.kind = transport::MpaHandshake::Decision::Kind::kHold;
+        return d;
+    };
+    auto done = [wchild](transport::MpaHandshake::Result &&r) {
+        auto c = wchild.lock();
+        if (!c) return;
+        std::lock_guard lk(c->mu);
+        c->handshake.reset();
+        if (r.err || c->state != State::kConnect) return;  // rejected or gone
+        if (ibv_qp *q = c->conn_qp()) {
+            auto *qp = verbs::Qp::from(q);
+            if (!c->qp) qp->set_cm_managed(disconnect_hook(*c));
+            if (qp->attach_cm_stream(std::move(r.fd), c->peer_frame) != 0) {
+                c->post_event(RDMA_CM_EVENT_CONNECT_ERROR, -EIO);
+                return;
+            }
+        } else {
+            c->parked_fd = std::move(r.fd);
+        }
+        c->established = true;
+        c->post_event(RDMA_CM_EVENT_ESTABLISHED, 0);
+    };
+    auto hs = transport::MpaHandshake::start_passive(std::move(fd), decide,
+                                                     now_ns() + cm_timeout_ns(), done);
+    std::lock_guard lk(child->mu);
+    if (child->state == State::kConnect || child->state == State::kIdle) child->handshake = hs;
+}
+
+void release_listener(CmId &id) {
+    if (id.listener && id.sock) transport::ProgressEngine::get().unwatch(id.sock.get());
+    id.listener.reset();
+}
+
+// A request was answered (or dropped): room in the backlog again.
+void request_done(CmId &child) {
+    auto l = child.parent.lock();
+    child.parent.reset();
+    if (!l) return;
+    std::lock_guard lk(l->mu);
+    if (l->pending_requests > 0) --l->pending_requests;
+    if (l->listener && l->sock) l->listener->rearm(l->sock.get());
+}
+
+void abort_connection(CmId &id) {
+    if (id.handshake) {
+        auto hs = std::move(id.handshake);
+        hs->cancel();
+    }
+    id.parked_fd.reset();
+    if (id.passive && !id.parent.expired()) {
+        id.mu.unlock();
+        request_done(id);
+        id.mu.lock();
+    }
+}
+
+int listen(rdma_cm_id *raw, int backlog) {
+    if (!raw) return fail(EINVAL);
+    CmId &id = *CmId::from(raw);
+    if (id.ps == RDMA_PS_UDP || id.ps == RDMA_PS_IPOIB) return fail(ENOSYS);
+    if (id.state == State::kIdle) {
+        sockaddr_in any{};
+        any.sin_family = AF_INET;
+        if (bind_addr(raw, reinterpret_cast<sockaddr *>(&any)) != 0) return -1;
+    }
+    std::lock_guard lk(id.mu);
+    CM_LOG("listen %p backlog %d", static_cast<void *>(raw), backlog);
+    if (id.state != State::kAddrBound) return fail(EINVAL);
+    id.backlog = backlog > 0 && backlog < 1024 ? backlog : 1024;
+    if (::listen(id.sock.get(), id.backlog) != 0) return -1;
+    id.listener = std::make_shared<Listener>(id.weak_from_this());
+    if (!transport::ProgressEngine::get().watch(id.sock.get(), id.listener,
+                                                EPOLLIN | EPOLLONESHOT))
+        return -1;
+    id.set_state(State::kListen);
+    return 0;
+}
+
+// ---------------------------------------------------------------------------- connect
+
+int connect(rdma_cm_id *raw, rdma_conn_param *param) {
+    if (!raw) return fail(EINVAL);
+    CmId &id = *CmId::from(raw);
+    {
+        std::lock_guard lk(id.mu);
+        CM_LOG("connect %p", static_cast<void *>(raw));
+        if (id.state != State::kRouteResolved) return fail(EINVAL);
+        if (id.ps == RDMA_PS_UDP || id.ps == RDMA_PS_IPOIB) return fail(ENOSYS);
+        rdma_conn_param p{};
+        p.retry_count = 7;
+        p.rnr_retry_count = 7;
+        if (param) p = *param;
+        if (p.private_data_len > kConnectPrivateData || (p.private_data_len && !p.private_data))
+            return fail(EINVAL);
+        id.conn = p;
+        id.conn.responder_resources = clamp_rd(p.responder_resources);
+        id.conn.initiator_depth = clamp_rd(p.initiator_depth);
+        if (::connect(id.sock.get(), &id.route.addr.dst_addr, sockaddr_len(&id.route.addr.dst_addr)) != 0 &&
+            errno != EINPROGRESS)
+            return -1;
+        id.set_state(State::kConnect);
+        auto req = mpa_frame(false, false, nullptr, id.conn.responder_resources,
+                             id.conn.initiator_depth, p.private_data, p.private_data_len);
+        std::weak_ptr<CmId> weak = id.weak_from_this();
+        auto done = [weak](transport::MpaHandshake::Result &&r) {
+            auto c = weak.lock();
+            if (!c) return;
+            std::lock_guard lk(c->mu);
+            c->handshake.reset();
+            if (c->state != State::kConnect) return;
+            if (r.err) {
+                const auto &pd = r.peer.private_data;
+                if (r.rejected) {
+                    c->post_event(RDMA_CM_EVENT_REJECTED, kRejConsumerDefined, pd.data(), pd.size(),
+                                  kRejectPrivateData);
+                } else if (r.err == ECONNREFUSED && !r.got_frame) {
+                    c->post_event(RDMA_CM_EVENT_REJECTED, kRejInvalidServiceId);  // no listener
+                } else if (r.err == ETIMEDOUT) {
+                    c->post_event(RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT);
+                } else {
+                    c->post_event(RDMA_CM_EVENT_CONNECT_ERROR, -r.err);
+                }
+                qp_to_error(*c);
+                return;
+            }
+            c->peer_frame = r.peer;
+            c->conn.responder_resources =
+                std::min<uint8_t>(c->conn.responder_resources, uint8_t(r.peer.ord & 0xff));
+            c->conn.initiator_depth =
+                std::min<uint8_t>(c->conn.initiator_depth, uint8_t(r.peer.ird & 0xff));
+            const auto &pd = r.peer.private_data;
+            if (!c->qp) {
+                c->parked_fd = std::move(r.fd);
+                c->post_event(RDMA_CM_EVENT_CONNECT_RESPONSE, 0, pd.data(), pd.size(),
+                              kAcceptPrivateData);
+                return;
+            }
+            if (ready_qp(*c) != 0 ||
+                verbs::Qp::from(c->qp)->attach_cm_stream(std::move(r.fd), r.peer) != 0) {
+                c->post_event(RDMA_CM_EVENT_CONNECT_ERROR, -EIO);
+                qp_to_error(*c);
+                return;
+            }
+            c->established = true;
+            c->post_event(RDMA_CM_EVENT_ESTABLISHED, 0, pd.data(), pd.size(), kAcceptPrivateData);
+        };
+        id.handshake = transport::MpaHandshake::start_active(std::move(id.sock), std::move(req),
+                                                              now_ns() + cm_timeout_ns(), done);
+    }
+    return id.sync ? id.complete_sync() : 0;
+}
+
+int accept(rdma_cm_id *raw, rdma_conn_param *param) {
+    if (!raw) return fail(EINVAL);
+    CmId &id = *CmId::from(raw);
+    std::shared_ptr<transport::MpaHandshake> hs;
+    std::vector<uint8_t> reply;
+    {
+        std::lock_guard lk(id.mu);
+        CM_LOG("accept %p", static_cast<void *>(raw));
+        if (!id.passive || id.state != State::kConnect || id.established || !id.handshake)
+            return fail(EINVAL);
+        if (param && (param->private_data_len > kAcceptPrivateData ||
+                      (param->private_data_len && !param->private_data)))
+            return fail(EINVAL);
+        if (param) {
+            // The application's limits, bounded by what the requester asked for.
+            id.conn.responder_resources =
+                std::min(clamp_rd(param->responder_resources), id.conn.responder_resources);
+            id.conn.initiator_depth =
+                std::min(clamp_rd(param->initiator_depth), id.conn.initiator_depth);
+            id.conn.retry_count = param->retry_count;
+            id.conn.rnr_retry_count = param->rnr_retry_count;
+        }
+        if (id.qp && ready_qp(id) != 0) return fail(EINVAL);
+        reply = mpa_frame(true, false, &id.peer_frame, id.conn.responder_resources,
+                          id.conn.initiator_depth, param ? param->private_data : nullptr,
+                          param ? param->private_data_len : 0);
+        hs = id.handshake;
+    }
+    if (!hs->respond(std::move(reply), true)) return fail(ECONNRESET);
+    request_done(id);
+    return id.sync ? id.complete_sync() : 0;
+}
+
+int reject(rdma_cm_id *raw, const void *pd, uint8_t len, int reason) {
+    if (!raw) return fail(EINVAL);
+    CmId &id = *CmId::from(raw);
+    std::shared_ptr<transport::MpaHandshake> hs;
+    std::vector<uint8_t> reply;
+    {
+        std::lock_guard lk(id.mu);
+        CM_LOG("reject %p reason %d", static_cast<void *>(raw), reason);
+        if (!id.passive || id.state != State::kConnect || id.established || !id.handshake)
+            return fail(EINVAL);
+        if (len > kRejectPrivateData || (len && !pd)) return fail(EINVAL);
+        reply = mpa_frame(true, true, &id.peer_frame, 0, 0, pd, len);
+        hs = std::move(id.handshake);
+    }
+    hs->respond(std::move(reply), false);
+    request_done(id);
+    return 0;
+}
+
+int disconnect(rdma_cm_id *raw) {
+    if (!raw) return fail(EINVAL);
+    CmId &id = *CmId::from(raw);
+    {
+        std::lock_guard lk(id.mu);
+        CM_LOG("disconnect %p", static_cast<void *>(raw));
+        if (id.state != State::kConnect) return fail(EINVAL);
+        // RoCE: the QP goes to ERR first (flushing), then the connection ends.
+        id.set_state(State::kDisconnect);
+        qp_to_error(id);
+        if (id.handshake) {
+            auto hs = std::move(id.handshake);
+            hs->cancel();
+        }
+        id.parked_fd.reset();
+        id.post_event(RDMA_CM_EVENT_DISCONNECTED, 0);
+    }
+    return id.sync ? id.complete_sync() : 0;
+}
+
+int establish(rdma_cm_id *raw) {
+    if (!raw) return fail(EINVAL);
+    CmId &id = *CmId::from(raw);
+    {
+        std::lock_guard lk(id.mu);
+        CM_LOG("establish %p", static_cast<void *>(raw));
+        if (id.state != State::kConnect || !id.parked_fd || id.passive) return fail(EINVAL);
+        ibv_qp *q = id.conn_qp();
+        if (!q) return fail(EINVAL);
+        auto *qp = verbs::Qp::from(q);
+        if (!id.qp) qp->set_cm_managed(disconnect_hook(id));
+        if (qp->attach_cm_stream(std::move(id.parked_fd), id.peer_frame) != 0) return fail(EINVAL);
+        id.established = true;
+        id.post_event(RDMA_CM_EVENT_ESTABLISHED, 0);
+    }
+    return id.sync ? id.complete_sync() : 0;
+}
+
+int notify(rdma_cm_id *raw, ibv_event_type) {
+    if (!raw) return fail(EINVAL);
+    CmId &id = *CmId::from(raw);
+    std::lock_guard lk(id.mu);
+    return id.state == State::kConnect ? 0 : fail(EINVAL);
+}
+
+int get_request(rdma_cm_id *listen_raw, rdma_cm_id **out) {
+    if (!listen_raw || !out) return fail(EINVAL);
+    CmId &l = *CmId::from(listen_raw);
+    if (!l.sync || l.state != State::kListen) return fail(EINVAL);
+    if (l.complete_sync() != 0) return -1;
+    rdma_cm_event *ev = l.event;
+    if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST) return fail(EINVAL);
+    rdma_cm_id *nid = ev->id;
+    if (migrate_id(nid, nullptr) != 0) return -1;
+    if (l.has_ep_qp_attr) {
+        ibv_qp_init_attr a = l.ep_qp_attr;
+        if (create_qp(nid, l.pd, &a) != 0) return -1;
+    }
+    // The request travels with the new id, as rdma-core hands it over.
+    nid->event = ev;
+    l.event = nullptr;
+    *out = nid;
+    return 0;
+}
+
+int set_local_ece(rdma_cm_id *raw, ibv_ece *ece) {
+    if (!raw || !ece) return fail(EINVAL);
+    CmId &id = *CmId::from(raw);
+    std::lock_guard lk(id.mu);
+    id.local_ece = *ece;
+    return 0;
+}
+
+int get_remote_ece(rdma_cm_id *raw, ibv_ece *ece) {
+    if (!raw || !ece) return fail(EINVAL);
+    CmId &id = *CmId::from(raw);
+    std::lock_guard lk(id.mu);
+    *ece = id.remote_ece;
+    return 0;
+}
+
+// The QP hook: runs on the engine thread when the QP's connection ends.
+std::function<void()> disconnect_hook(CmId &id) {
+    std::weak_ptr<CmId> weak = id.weak_from_this();
+    return [weak] { on_transport_closed(weak); };
+}
+
+}  // namespace softrdma::cm

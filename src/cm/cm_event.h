@@ -1,0 +1,41 @@
+// CM event channels: a pollable fd (eventfd in semaphore mode) and the queue of events the
+// application reads with rdma_get_cm_event.
+#pragma once
+#include <rdma/rdma_cma.h>
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+
+#include "common/unique_fd.h"
+
+namespace softrdma::cm {
+
+class CmId;
+
+// What the application receives; the private data lives inside the event.
+struct CmEvent : rdma_cm_event {
+    uint8_t pd_buf[256];
+    std::shared_ptr<CmId> owner;  // keeps the id alive until the event is acked
+    std::shared_ptr<CmId> new_id;  // CONNECT_REQUEST: the id the event created
+};
+
+class EventChannel : public rdma_event_channel {
+public:
+    EventChannel();
+    static EventChannel *from(rdma_event_channel *c) { return static_cast<EventChannel *>(c); }
+    void push(std::unique_ptr<CmEvent> ev);
+    // Blocks unless the fd is non-blocking (then nullptr with errno EAGAIN).
+    CmEvent *get();
+    // Drops queued, not yet delivered events of an id that is being destroyed.
+    void discard_for(const CmId *id);
+    bool empty();
+
+private:
+    UniqueFd efd_;
+    std::mutex mu_;
+    std::deque<std::unique_ptr<CmEvent>> q_;
+};
+
+}  // namespace softrdma::cm

@@ -1,0 +1,126 @@
+// The rdma_cm_id: the kernel's rdma_cm state machine, moved into the process. One TCP
+// connection per connected id, which becomes its QP's stream (iWARP style).
+#pragma once
+#include <netinet/in.h>
+#include <rdma/rdma_cma.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "cm/cm_event.h"
+#include "common/unique_fd.h"
+#include "transport/mpa_handshake.h"
+#include "wire/mpa.h"
+
+namespace softrdma::cm {
+
+enum class State {
+    kIdle,
+    kAddrQuery,
+    kAddrResolved,
+    kRouteQuery,
+    kRouteResolved,
+    kConnect,
+    kDisconnect,
+    kAddrBound,
+    kListen,
+    kDeviceRemoval,
+    kDestroying,
+};
+const char *state_name(State s);
+
+// RoCE private-data limits (IB CM message sizes minus the 36-byte CMA header on REQ).
+constexpr size_t kConnectPrivateData = 56;
+constexpr size_t kAcceptPrivateData = 196;
+constexpr size_t kRejectPrivateData = 148;
+constexpr size_t kUdConnectPrivateData = 180;
+constexpr size_t kUdAcceptPrivateData = 136;
+// IB CM reject reasons reported in REJECTED events.
+constexpr int kRejInvalidServiceId = 8;
+constexpr int kRejConsumerDefined = 28;
+constexpr int kRejVendorOptionNotSupported = 35;
+
+class Listener;
+
+class CmId : public rdma_cm_id, public std::enable_shared_from_this<CmId> {
+public:
+    CmId(EventChannel *ch, void *ctx, rdma_port_space ps, ibv_qp_type qpt);
+    ~CmId();
+    static CmId *from(rdma_cm_id *id) { return static_cast<CmId *>(id); }
+
+    // Queues an event for the application. Called with mu held.
+    void post_event(rdma_cm_event_type type, int status, const void *pd = nullptr,
+                    size_t pd_len = 0, size_t report_len = 0,
+                    std::shared_ptr<CmId> new_id = nullptr);
+    void set_state(State s);
+    // Sync ids: wait for the next event on the private channel and turn it into errno.
+    int complete_sync();
+
+    std::mutex mu;
+    std::condition_variable cv;
+    State state = State::kIdle;
+    EventChannel *chan;
+    std::unique_ptr<EventChannel> own_chan;  // sync mode
+    bool sync = false;
+    unsigned events_reported = 0, events_acked = 0;
+
+    // Options.
+    bool reuseaddr = false;
+    int afonly = -1;  // -1: not set
+    uint8_t tos = 0;
+    uint8_t ack_timeout = 0;
+
+    // Addressing.
+    UniqueFd sock;  // bound TCP socket: reserves the port, later listens or connects
+    std::unique_ptr<ibv_sa_path_rec> path;
+
+    // Listening.
+    std::shared_ptr<Listener> listener;
+    int backlog = 0;
+    int pending_requests = 0;
+    // ibv_qp_init_attr saved by a passive rdma_create_ep for rdma_get_request.
+    bool has_ep_qp_attr = false;
+    ibv_qp_init_attr ep_qp_attr{};
+
+    // Connection.
+    std::weak_ptr<CmId> parent;  // the listening id that created this one
+    std::shared_ptr<transport::MpaHandshake> handshake;
+    wire::MpaFrame peer_frame;
+    rdma_conn_param conn{};
+    UniqueFd parked_fd;  // CONNECT_RESPONSE: the stream waits for rdma_establish
+    bool passive = false;
+    bool established = false;
+    uint32_t token = 0;  // rdma_init_qp_attr's stand-in QPN for an application-driven QP
+
+    // The QP this connection feeds: the CM's own, or the application's (found by token).
+    ibv_qp *conn_qp();
+
+    // Resources rdma_create_qp made for the id (NULL PD, NULL CQs).
+    bool own_cqs = false;
+    bool own_srq_cq = false;
+
+    // ECE.
+    ibv_ece local_ece{};
+    ibv_ece remote_ece{};
+};
+
+// Process-wide: one context per device, shared by all ids (as rdma-core keeps cma_dev).
+ibv_context *context_for_gid(const uint8_t gid[16]);
+ibv_context *context_for_addr(const sockaddr *sa);
+ibv_pd *default_pd(ibv_context *ctx);
+std::vector<ibv_context *> all_contexts();
+void sockaddr_to_gid(const sockaddr *sa, uint8_t gid[16]);
+socklen_t sockaddr_len(const sockaddr *sa);
+
+bool cm_debug();
+void cm_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#define CM_LOG(...)                                 \
+    do {                                            \
+        if (::softrdma::cm::cm_debug()) ::softrdma::cm::cm_log(__VA_ARGS__); \
+    } while (0)
+
+}  // namespace softrdma::cm
