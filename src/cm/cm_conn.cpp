@@ -168,11 +168,13 @@ void Listener::on_request(const std::shared_ptr<CmId> &lid, UniqueFd fd) {
     getsockname(fd.get(), reinterpret_cast<sockaddr *>(&local), &ll);
     getpeername(fd.get(), reinterpret_cast<sockaddr *>(&peer), &pl);
     std::weak_ptr<CmId> wchild = child, wlid = lid;
-    auto decide = [wchild, wlid, local, peer, ll, pl](const wire::MpaFrame &req) {
+    // The closure owns the child until the request arrives (the handshake owns the closure
+    // and drops it when it finishes).
+    auto decide = [child, wlid, local, peer, ll, pl](const wire::MpaFrame &req) {
         transport::MpaHandshake::Decision d;
-        auto c = wchild.lock();
+        const auto &c = child;
         auto l = wlid.lock();
-        if (!c || !l) return d;  // close
+        if (!l) return d;  // close
         std::lock_guard lk(l->mu);
         if (l->state != State::kListen) return d;
         register_child(c);
@@ -417,22 +419,22 @@ int disconnect(rdma_cm_id *raw) {
     return id.sync ? id.complete_sync() : 0;
 }
 
+// Completes an active connection for a QP the application drives itself (after
+// CONNECT_RESPONSE). Synchronous: rdma-core generates no event for it, and refuses ids whose
+// QP the CM made.
 int establish(rdma_cm_id *raw) {
     if (!raw) return fail(EINVAL);
     CmId &id = *CmId::from(raw);
-    {
-        std::lock_guard lk(id.mu);
-        CM_LOG("establish %p", static_cast<void *>(raw));
-        if (id.state != State::kConnect || !id.parked_fd || id.passive) return fail(EINVAL);
-        ibv_qp *q = id.conn_qp();
-        if (!q) return fail(EINVAL);
-        auto *qp = verbs::Qp::from(q);
-        if (!id.qp) qp->set_cm_managed(disconnect_hook(id));
-        if (qp->attach_cm_stream(std::move(id.parked_fd), id.peer_frame) != 0) return fail(EINVAL);
-        id.established = true;
-        id.post_event(RDMA_CM_EVENT_ESTABLISHED, 0);
-    }
-    return id.sync ? id.complete_sync() : 0;
+    std::lock_guard lk(id.mu);
+    CM_LOG("establish %p", static_cast<void *>(raw));
+    if (id.qp || id.state != State::kConnect || !id.parked_fd || id.passive) return fail(EINVAL);
+    ibv_qp *q = id.conn_qp();
+    if (!q) return fail(EINVAL);
+    auto *qp = verbs::Qp::from(q);
+    qp->set_cm_managed(disconnect_hook(id));
+    if (qp->attach_cm_stream(std::move(id.parked_fd), id.peer_frame) != 0) return fail(EINVAL);
+    id.established = true;
+    return 0;
 }
 
 int notify(rdma_cm_id *raw, ibv_event_type) {

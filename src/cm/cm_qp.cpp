@@ -76,6 +76,7 @@ int create_qp_ex(rdma_cm_id *raw, ibv_qp_init_attr_ex *attr) {
     CM_LOG("create_qp %p", static_cast<void *>(raw));
     if (!id.verbs || id.qp) return fail(EINVAL);
     ibv_qp_init_attr_ex a = *attr;
+    if (!a.qp_type) a.qp_type = id.qp_type;  // rdma_create_ep users leave it to the id
     if (!(a.comp_mask & IBV_QP_INIT_ATTR_PD) || !a.pd) {
         a.pd = id.pd ? id.pd : default_pd(id.verbs);
         a.comp_mask |= IBV_QP_INIT_ATTR_PD;

@@ -89,6 +89,8 @@ void MpaHandshake::finish(std::unique_lock<std::mutex> &lk, int err) {
     else fd_.reset();
     Done done = std::move(done_);
     done_ = nullptr;
+    Decide decide = std::move(decide_);  // may own objects that own us: break the cycle
+    decide_ = nullptr;
     // Drop our self-reference only after the callback: the caller may hold none.
     auto self = std::move(self_);
     lk.unlock();
