@@ -8,6 +8,9 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <mutex>
+#include <vector>
 
 #include "cm/cm_api.h"
 #include "cm/cm_id.h"
@@ -45,13 +48,46 @@ void fill_ib_addr(CmId &id) {
     id.route.addr.addr.ibaddr.pkey = htobe16(0xffff);
 }
 
+// The RDMA port space of this process, as the kernel's rdma_cm keeps one: an id's port is
+// its own even though the TCP sockets use SO_REUSEADDR (so that a new listener can take a
+// port whose old listener is gone while its accepted connections live on, as on RDMA).
+struct PortUse {
+    const CmId *id;
+    int ps;
+    uint16_t port;  // host order
+    uint8_t gid[16];
+    bool wildcard;
+};
+std::mutex g_ports_mu;
+std::vector<PortUse> &ports() {
+    static auto *v = std::make_unique<std::vector<PortUse>>().release();
+    return *v;
+}
+
+bool port_conflict(const CmId &id, int ps, uint16_t port, const uint8_t gid[16], bool wildcard) {
+    for (const PortUse &u : ports()) {
+        if (u.port != port || u.ps != ps || u.id == &id) continue;
+        if (!wildcard && !u.wildcard && std::memcmp(u.gid, gid, 16) != 0) continue;
+        const CmId &other = *u.id;
+        if (id.reuseaddr && other.reuseaddr && other.state != State::kListen) continue;
+        return true;
+    }
+    return false;
+}
+
 // Reserves addr:port in the id's port space. Called with id.mu held.
 int do_bind(CmId &id, const sockaddr *addr) {
     if (addr->sa_family != AF_INET && addr->sa_family != AF_INET6) return fail(EAFNOSUPPORT);
     const int type = id.ps == RDMA_PS_UDP || id.ps == RDMA_PS_IPOIB ? SOCK_DGRAM : SOCK_STREAM;
+    const int ps = id.ps == RDMA_PS_IB ? RDMA_PS_TCP : id.ps;  // both are TCP ports here
+    uint8_t gid[16];
+    sockaddr_to_gid(addr, gid);
+    std::lock_guard plk(g_ports_mu);
+    const uint16_t want = ntohs(port_of(addr));
+    if (want && port_conflict(id, ps, want, gid, is_wildcard(addr))) return fail(EADDRINUSE);
     UniqueFd fd(::socket(addr->sa_family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
     if (!fd) return -1;
-    if (id.reuseaddr) {
+    if (type == SOCK_STREAM || id.reuseaddr) {
         int one = 1;
         setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     }
@@ -67,6 +103,11 @@ int do_bind(CmId &id, const sockaddr *addr) {
     sockaddr_storage ss{};
     socklen_t len = sizeof ss;
     getsockname(fd.get(), reinterpret_cast<sockaddr *>(&ss), &len);
+    const uint16_t got = ntohs(port_of(reinterpret_cast<sockaddr *>(&ss)));
+    if (!want && port_conflict(id, ps, got, gid, is_wildcard(addr))) return fail(EADDRINUSE);
+    PortUse use{&id, ps, got, {}, is_wildcard(addr)};
+    std::memcpy(use.gid, gid, 16);
+    ports().push_back(use);
     std::memcpy(&id.route.addr.src_storage, &ss, len);
     if (!is_wildcard(addr)) {
         id.verbs = context_for_addr(addr);
@@ -79,6 +120,13 @@ int do_bind(CmId &id, const sockaddr *addr) {
 }
 
 }  // namespace
+
+void release_port(const CmId &id) {
+    std::lock_guard lk(g_ports_mu);
+    auto &v = ports();
+    for (auto it = v.begin(); it != v.end();)
+        it = it->id == &id ? v.erase(it) : it + 1;
+}
 
 int bind_addr(rdma_cm_id *raw, sockaddr *addr) {
     if (!raw || !addr) return fail(EINVAL);

@@ -45,6 +45,9 @@ bool want_crc() {
 
 uint8_t clamp_rd(uint8_t v) { return std::min<uint8_t>(v, verbs::kMaxRdAtomic); }
 
+constexpr uint64_t kRefusedGraceNs = 1'000'000'000;  // re-dial a refused connect this long
+constexpr uint64_t kRedialDelayNs = 5'000'000;
+
 // The QP's end of the connection was closed by the peer (or failed): DISCONNECTED.
 void on_transport_closed(const std::weak_ptr<CmId> &weak) {
     auto id = weak.lock();
@@ -170,7 +173,8 @@ void Listener::on_request(const std::shared_ptr<CmId> &lid, UniqueFd fd) {
     std::weak_ptr<CmId> wchild = child, wlid = lid;
     // The closure owns the child until the request arrives (the handshake owns the closure
     // and drops it when it finishes).
-    auto decide = [child, wlid, local, peer, ll, pl](const wire::MpaFrame &req) {
+    auto decide = [child, wlid, local, peer, ll, pl](const wire::MpaFrame &req,
+                                                     transport::MpaHandshake &hs) {
         transport::MpaHandshake::Decision d;
         const auto &c = child;
         auto l = wlid.lock();
@@ -187,6 +191,7 @@ void Listener::on_request(const std::shared_ptr<CmId> &lid, UniqueFd fd) {
         c->verbs = context_for_addr(&c->route.addr.src_addr);
         c->port_num = 1;
         c->peer_frame = req;
+        c->handshake = hs.shared_from_this();  // before the application can see the request
         // Seen from the receiver: the peer's ORD is what we must serve, its IRD what we may use.
         c->conn.responder_resources = uint8_t(std::min<uint16_t>(req.ord & wire::kMpaV2IrdOrdMask, 255));
         c->conn.initiator_depth = uint8_t(std::min<uint16_t>(req.ird & wire::kMpaV2IrdOrdMask, 255));
@@ -217,10 +222,8 @@ void Listener::on_request(const std::shared_ptr<CmId> &lid, UniqueFd fd) {
         c->established = true;
         c->post_event(RDMA_CM_EVENT_ESTABLISHED, 0);
     };
-    auto hs = transport::MpaHandshake::start_passive(std::move(fd), decide,
-                                                     now_ns() + cm_timeout_ns(), done);
-    std::lock_guard lk(child->mu);
-    if (child->state == State::kConnect || child->state == State::kIdle) child->handshake = hs;
+    transport::MpaHandshake::start_passive(std::move(fd), decide, now_ns() + cm_timeout_ns(),
+                                           done);
 }
 
 void release_listener(CmId &id) {
@@ -275,6 +278,91 @@ int listen(rdma_cm_id *raw, int backlog) {
 
 // ---------------------------------------------------------------------------- connect
 
+// Starts (or restarts) the TCP connect + MPA request of an active id. mu held.
+int dial(CmId &id) {
+    if (!id.sock) {
+        // A re-dial: a fresh socket on the same local address and port (still ours).
+        UniqueFd fd(::socket(id.route.addr.src_addr.sa_family,
+                             SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+        if (!fd) return -1;
+        int one = 1;
+        setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        transport::tune_stream_socket(fd.get());
+        if (::bind(fd.get(), &id.route.addr.src_addr, sockaddr_len(&id.route.addr.src_addr)) != 0)
+            return -1;
+        id.sock = std::move(fd);
+    }
+    if (::connect(id.sock.get(), &id.route.addr.dst_addr, sockaddr_len(&id.route.addr.dst_addr)) !=
+            0 &&
+        errno != EINPROGRESS)
+        return -1;
+    auto req = mpa_frame(false, false, nullptr, id.conn.responder_resources,
+                         id.conn.initiator_depth, id.connect_pd.data(), id.connect_pd.size());
+    std::weak_ptr<CmId> weak = id.weak_from_this();
+    auto done = [weak](transport::MpaHandshake::Result &&r) {
+        auto c = weak.lock();
+        if (!c) return;
+        std::lock_guard lk(c->mu);
+        c->handshake.reset();
+        if (c->state != State::kConnect) return;
+        if (r.err) {
+            const auto &pd = r.peer.private_data;
+            if (r.rejected) {
+                c->post_event(RDMA_CM_EVENT_REJECTED, kRejConsumerDefined, pd.data(), pd.size(),
+                              kRejectPrivateData);
+            } else if (r.err == ECONNREFUSED && !r.got_frame) {
+                // Nothing listens. A listener may be coming up this very moment (on RDMA,
+                // address resolution would have taken that long): retry briefly first.
+                if (now_ns() - c->dial_started_ns < kRefusedGraceNs) {
+                    transport::ProgressEngine::get().schedule(c, now_ns() + kRedialDelayNs);
+                    return;
+                }
+                // The IB CM's REJ "invalid service ID" (148 bytes of zeros).
+                c->post_event(RDMA_CM_EVENT_REJECTED, kRejInvalidServiceId, nullptr, 0,
+                              kRejectPrivateData);
+            } else if (r.err == ETIMEDOUT) {
+                c->post_event(RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT);
+            } else {
+                c->post_event(RDMA_CM_EVENT_CONNECT_ERROR, -r.err);
+            }
+            qp_to_error(*c);
+            return;
+        }
+        c->peer_frame = r.peer;
+        c->conn.responder_resources =
+            std::min<uint8_t>(c->conn.responder_resources, uint8_t(r.peer.ord & 0xff));
+        c->conn.initiator_depth =
+            std::min<uint8_t>(c->conn.initiator_depth, uint8_t(r.peer.ird & 0xff));
+        const auto &pd = r.peer.private_data;
+        if (!c->qp) {
+            c->parked_fd = std::move(r.fd);
+            c->post_event(RDMA_CM_EVENT_CONNECT_RESPONSE, 0, pd.data(), pd.size(),
+                          kAcceptPrivateData);
+            return;
+        }
+        if (ready_qp(*c) != 0 ||
+            verbs::Qp::from(c->qp)->attach_cm_stream(std::move(r.fd), r.peer) != 0) {
+            c->post_event(RDMA_CM_EVENT_CONNECT_ERROR, -EIO);
+            qp_to_error(*c);
+            return;
+        }
+        c->established = true;
+        c->post_event(RDMA_CM_EVENT_ESTABLISHED, 0, pd.data(), pd.size(), kAcceptPrivateData);
+    };
+    id.handshake = transport::MpaHandshake::start_active(std::move(id.sock), std::move(req),
+                                                          now_ns() + cm_timeout_ns(), done);
+    return 0;
+}
+
+void CmId::on_timer() {
+    std::lock_guard lk(mu);
+    if (state != State::kConnect || handshake) return;
+    if (dial(*this) != 0) {
+        post_event(RDMA_CM_EVENT_CONNECT_ERROR, -errno);
+        qp_to_error(*this);
+    }
+}
+
 int connect(rdma_cm_id *raw, rdma_conn_param *param) {
     if (!raw) return fail(EINVAL);
     CmId &id = *CmId::from(raw);
@@ -292,57 +380,15 @@ int connect(rdma_cm_id *raw, rdma_conn_param *param) {
         id.conn = p;
         id.conn.responder_resources = clamp_rd(p.responder_resources);
         id.conn.initiator_depth = clamp_rd(p.initiator_depth);
-        if (::connect(id.sock.get(), &id.route.addr.dst_addr, sockaddr_len(&id.route.addr.dst_addr)) != 0 &&
-            errno != EINPROGRESS)
-            return -1;
+        const auto *pd = static_cast<const uint8_t *>(p.private_data);
+        id.connect_pd.assign(pd, pd + (pd ? p.private_data_len : 0));
+        id.dial_started_ns = now_ns();
         id.set_state(State::kConnect);
-        auto req = mpa_frame(false, false, nullptr, id.conn.responder_resources,
-                             id.conn.initiator_depth, p.private_data, p.private_data_len);
-        std::weak_ptr<CmId> weak = id.weak_from_this();
-        auto done = [weak](transport::MpaHandshake::Result &&r) {
-            auto c = weak.lock();
-            if (!c) return;
-            std::lock_guard lk(c->mu);
-            c->handshake.reset();
-            if (c->state != State::kConnect) return;
-            if (r.err) {
-                const auto &pd = r.peer.private_data;
-                if (r.rejected) {
-                    c->post_event(RDMA_CM_EVENT_REJECTED, kRejConsumerDefined, pd.data(), pd.size(),
-                                  kRejectPrivateData);
-                } else if (r.err == ECONNREFUSED && !r.got_frame) {
-                    c->post_event(RDMA_CM_EVENT_REJECTED, kRejInvalidServiceId);  // no listener
-                } else if (r.err == ETIMEDOUT) {
-                    c->post_event(RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT);
-                } else {
-                    c->post_event(RDMA_CM_EVENT_CONNECT_ERROR, -r.err);
-                }
-                qp_to_error(*c);
-                return;
-            }
-            c->peer_frame = r.peer;
-            c->conn.responder_resources =
-                std::min<uint8_t>(c->conn.responder_resources, uint8_t(r.peer.ord & 0xff));
-            c->conn.initiator_depth =
-                std::min<uint8_t>(c->conn.initiator_depth, uint8_t(r.peer.ird & 0xff));
-            const auto &pd = r.peer.private_data;
-            if (!c->qp) {
-                c->parked_fd = std::move(r.fd);
-                c->post_event(RDMA_CM_EVENT_CONNECT_RESPONSE, 0, pd.data(), pd.size(),
-                              kAcceptPrivateData);
-                return;
-            }
-            if (ready_qp(*c) != 0 ||
-                verbs::Qp::from(c->qp)->attach_cm_stream(std::move(r.fd), r.peer) != 0) {
-                c->post_event(RDMA_CM_EVENT_CONNECT_ERROR, -EIO);
-                qp_to_error(*c);
-                return;
-            }
-            c->established = true;
-            c->post_event(RDMA_CM_EVENT_ESTABLISHED, 0, pd.data(), pd.size(), kAcceptPrivateData);
-        };
-        id.handshake = transport::MpaHandshake::start_active(std::move(id.sock), std::move(req),
-                                                              now_ns() + cm_timeout_ns(), done);
+        if (dial(id) != 0) {
+            const int e = errno;
+            id.set_state(State::kRouteResolved);
+            return fail(e);
+        }
     }
     return id.sync ? id.complete_sync() : 0;
 }

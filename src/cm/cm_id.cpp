@@ -151,7 +151,9 @@ ibv_qp *CmId::conn_qp() {
 }
 
 void CmId::set_state(State s) {
-    if (s != state) CM_LOG("id %p: %s -> %s", static_cast<void *>(this), state_name(state), state_name(s));
+    if (s != state)
+        CM_LOG("id %p: %s -> %s", static_cast<void *>(static_cast<rdma_cm_id *>(this)),
+               state_name(state), state_name(s));
     state = s;
 }
 
@@ -289,6 +291,7 @@ void register_child(const std::shared_ptr<CmId> &id) {
 
 void release_listener(CmId &id);
 void abort_connection(CmId &id);
+void release_port(const CmId &id);
 
 int destroy_id(rdma_cm_id *raw) {
     if (!raw) return fail(EINVAL);
@@ -314,6 +317,7 @@ int destroy_id(rdma_cm_id *raw) {
         id->cv.wait(lk, [&] { return id->events_acked >= id->events_reported; });
     }
     id->chan->discard_for(id.get());
+    release_port(*id);
     return 0;
 }
 

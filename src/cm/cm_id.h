@@ -14,6 +14,7 @@
 #include "cm/cm_event.h"
 #include "common/unique_fd.h"
 #include "transport/mpa_handshake.h"
+#include "transport/progress_engine.h"
 #include "wire/mpa.h"
 
 namespace softrdma::cm {
@@ -46,7 +47,9 @@ constexpr int kRejVendorOptionNotSupported = 35;
 
 class Listener;
 
-class CmId : public rdma_cm_id, public std::enable_shared_from_this<CmId> {
+class CmId : public rdma_cm_id,
+             public transport::Pollable,
+             public std::enable_shared_from_this<CmId> {
 public:
     CmId(EventChannel *ch, void *ctx, rdma_port_space ps, ibv_qp_type qpt);
     ~CmId();
@@ -59,6 +62,9 @@ public:
     void set_state(State s);
     // Sync ids: wait for the next event on the private channel and turn it into errno.
     int complete_sync();
+
+    void on_io(uint32_t) override {}
+    void on_timer() override;  // re-dials a refused connect (see connect())
 
     std::mutex mu;
     std::condition_variable cv;
@@ -91,6 +97,8 @@ public:
     std::shared_ptr<transport::MpaHandshake> handshake;
     wire::MpaFrame peer_frame;
     rdma_conn_param conn{};
+    std::vector<uint8_t> connect_pd;  // what rdma_connect sent, for re-dials
+    uint64_t dial_started_ns = 0;
     UniqueFd parked_fd;  // CONNECT_RESPONSE: the stream waits for rdma_establish
     bool passive = false;
     bool established = false;

@@ -184,14 +184,22 @@ void MpaHandshake::step(std::unique_lock<std::mutex> &lk) {
             }
             case State::kDeferred: {
                 Decide decide = decide_;
+                decide_running_ = true;
                 lk.unlock();
-                Decision d = decide(peer_);
+                Decision d = decide(peer_, *this);
                 lk.lock();
+                decide_running_ = false;
                 if (state_ != State::kDeferred) return;
                 if (d.kind == Decision::Kind::kClose) return finish(lk, ECONNREFUSED);
                 if (d.kind == Decision::Kind::kHold) {
-                    state_ = State::kHeld;
-                    return;
+                    if (!early_reply_) {
+                        state_ = State::kHeld;
+                        return;
+                    }
+                    // The answer came while decide() was still running.
+                    early_reply_ = false;
+                    state_ = State::kSendingReply;
+                    break;
                 }
                 if (d.kind == Decision::Kind::kDefer) {
                     const uint64_t retry = now_ns() + 5'000'000;
@@ -222,6 +230,14 @@ void MpaHandshake::step(std::unique_lock<std::mutex> &lk) {
 
 bool MpaHandshake::respond(std::vector<uint8_t> reply, bool accepted) {
     std::unique_lock lk(mu_);
+    if (state_ == State::kDeferred && decide_running_) {
+        // decide() has published the request and not returned yet: answer when it does.
+        out_ = std::move(reply);
+        out_off_ = 0;
+        reply_accepted_ = accepted;
+        early_reply_ = true;
+        return true;
+    }
     if (state_ != State::kHeld) return false;
     out_ = std::move(reply);
     out_off_ = 0;

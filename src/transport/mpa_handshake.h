@@ -32,7 +32,8 @@ public:
         std::vector<uint8_t> reply;  // encoded MPA reply (for kReply)
         bool accepted = false;       // after sending a reply: hand over the socket or close it
     };
-    using Decide = std::function<Decision(const wire::MpaFrame &)>;
+    // Gets the exchange itself, so a holder can keep it before anyone acts on the request.
+    using Decide = std::function<Decision(const wire::MpaFrame &, MpaHandshake &)>;
 
     // `fd` is a socket whose non-blocking connect() is in progress (or done).
     static std::shared_ptr<MpaHandshake> start_active(UniqueFd fd, std::vector<uint8_t> request,
@@ -66,6 +67,8 @@ private:
     wire::MpaFrame peer_;
     bool reply_accepted_ = false;
     bool got_frame_ = false;
+    bool decide_running_ = false;
+    bool early_reply_ = false;
     Decide decide_;
     Done done_;
     // The exchange owns itself until it finishes: the engine holds only weak references and

@@ -108,7 +108,7 @@ void Listener::on_io(uint32_t) {
         tune_stream_socket(c.get());
         std::weak_ptr<Listener> self = shared_from_this();
         auto target = std::make_shared<std::weak_ptr<QpAcceptor>>();
-        auto decide = [self, target](const wire::MpaFrame &req) {
+        auto decide = [self, target](const wire::MpaFrame &req, MpaHandshake &) {
             MpaHandshake::Decision d;
             wire::QpHello hello;
             auto l = self.lock();
