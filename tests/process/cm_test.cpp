@@ -1,0 +1,421 @@
+// The RDMA CM between two processes: events, private data (RoCE sizes), reject paths,
+// sync mode, killed peers, migrate, destroy-waits-for-ack, non-blocking channels.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <rdma/rdma_cma.h>
+#include <rdma/rdma_verbs.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <thread>
+
+#include "process/harness.h"
+
+using namespace sr_test;
+
+namespace {
+
+rdma_cm_event *wait_event(rdma_event_channel *ch, rdma_cm_event_type want, int timeout_ms = 10000) {
+    pollfd p{ch->fd, POLLIN, 0};
+    PCHECK(poll(&p, 1, timeout_ms) == 1);
+    rdma_cm_event *ev = nullptr;
+    PCHECK(rdma_get_cm_event(ch, &ev) == 0);
+    if (ev->event != want) {
+        std::fprintf(stderr, "[pid %d] got %s (status %d), wanted %s\n", getpid(),
+                     rdma_event_str(ev->event), ev->status, rdma_event_str(want));
+        _exit(4);
+    }
+    return ev;
+}
+
+sockaddr_in loopback(uint16_t port) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return a;
+}
+
+// Server side: listen on an allocated port and tell the client which.
+rdma_cm_id *listen_any(rdma_event_channel *ch, Oob &oob) {
+    rdma_cm_id *l;
+    PCHECK(rdma_create_id(ch, &l, nullptr, RDMA_PS_TCP) == 0);
+    sockaddr_in a = loopback(0);
+    PCHECK(rdma_bind_addr(l, reinterpret_cast<sockaddr *>(&a)) == 0);
+    PCHECK(rdma_listen(l, 4) == 0);
+    const uint16_t port = ntohs(rdma_get_src_port(l));
+    PCHECK(port != 0);
+    oob.put(port);
+    return l;
+}
+
+// Client side: resolve address and route to the server's port.
+rdma_cm_id *resolved_id(rdma_event_channel *ch, uint16_t port) {
+    rdma_cm_id *id;
+    PCHECK(rdma_create_id(ch, &id, nullptr, RDMA_PS_TCP) == 0);
+    sockaddr_in d = loopback(port);
+    PCHECK(rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr *>(&d), 2000) == 0);
+    rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_ADDR_RESOLVED));
+    PCHECK(id->verbs != nullptr);
+    PCHECK(id->port_num == 1);
+    PCHECK(rdma_resolve_route(id, 2000) == 0);
+    rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_ROUTE_RESOLVED));
+    return id;
+}
+
+ibv_qp_init_attr qp_attr() {
+    ibv_qp_init_attr a{};
+    a.qp_type = IBV_QPT_RC;
+    a.cap.max_send_wr = a.cap.max_recv_wr = 8;
+    a.cap.max_send_sge = a.cap.max_recv_sge = 1;
+    return a;
+}
+
+}  // namespace
+
+TEST(Cm, ConnectAcceptDataAndDisconnectWithPrivateData) {
+    auto server = [](Oob &oob) {
+        rdma_event_channel *ch = rdma_create_event_channel();
+        PCHECK(ch);
+        rdma_cm_id *l = listen_any(ch, oob);
+        rdma_cm_event *ev = wait_event(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+        PCHECK(ev->listen_id == l);
+        rdma_cm_id *c = ev->id;
+        PCHECK(c != l && c->verbs);
+        // RoCE reports the REQ's full 56 bytes, zero padded.
+        PCHECK_EQ(ev->param.conn.private_data_len, 56);
+        const auto *pd = static_cast<const uint8_t *>(ev->param.conn.private_data);
+        PCHECK(std::memcmp(pd, "hello-req!", 10) == 0);
+        for (int i = 10; i < 56; ++i) PCHECK_EQ(pd[i], 0);
+        rdma_ack_cm_event(ev);
+        ibv_qp_init_attr qa = qp_attr();
+        PCHECK(rdma_create_qp(c, nullptr, &qa) == 0);  // NULL PD: the CM's default
+        PCHECK(c->qp && c->pd && c->send_cq && c->recv_cq);
+        char buf[64] = {};
+        ibv_mr *mr = rdma_reg_msgs(c, buf, sizeof buf);
+        PCHECK(mr);
+        PCHECK(rdma_post_recv(c, nullptr, buf, sizeof buf, mr) == 0);
+        rdma_conn_param p{};
+        p.private_data = "hello-rep-twenty-byt";
+        p.private_data_len = 20;
+        p.responder_resources = 1;
+        p.initiator_depth = 1;
+        PCHECK(rdma_accept(c, &p) == 0);
+        rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_ESTABLISHED));
+        ibv_wc wc;
+        PCHECK(rdma_get_recv_comp(c, &wc) == 1);
+        PCHECK_EQ(wc.status, IBV_WC_SUCCESS);
+        PCHECK(std::strcmp(buf, "data over the CM") == 0);
+        rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_DISCONNECTED));
+        rdma_dereg_mr(mr);
+        rdma_destroy_qp(c);
+        PCHECK(rdma_destroy_id(c) == 0);
+        PCHECK(rdma_destroy_id(l) == 0);
+        rdma_destroy_event_channel(ch);
+        return 0;
+    };
+    auto client = [](Oob &oob) {
+        rdma_event_channel *ch = rdma_create_event_channel();
+        rdma_cm_id *id = resolved_id(ch, oob.get<uint16_t>());
+        ibv_qp_init_attr qa = qp_attr();
+        PCHECK(rdma_create_qp(id, nullptr, &qa) == 0);
+        rdma_conn_param p{};
+        p.private_data = "hello-req!";
+        p.private_data_len = 10;
+        p.responder_resources = 1;
+        p.initiator_depth = 1;
+        p.retry_count = 7;
+        p.rnr_retry_count = 7;
+        PCHECK(rdma_connect(id, &p) == 0);
+        rdma_cm_event *ev = wait_event(ch, RDMA_CM_EVENT_ESTABLISHED);
+        PCHECK_EQ(ev->param.conn.private_data_len, 196);
+        PCHECK(std::memcmp(ev->param.conn.private_data, "hello-rep-twenty-byt", 20) == 0);
+        rdma_ack_cm_event(ev);
+        char buf[64] = "data over the CM";
+        ibv_mr *mr = rdma_reg_msgs(id, buf, sizeof buf);
+        PCHECK(rdma_post_send(id, nullptr, buf, sizeof buf, mr, IBV_SEND_SIGNALED) == 0);
+        ibv_wc wc;
+        PCHECK(rdma_get_send_comp(id, &wc) == 1);
+        PCHECK_EQ(wc.status, IBV_WC_SUCCESS);
+        PCHECK(rdma_disconnect(id) == 0);
+        rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_DISCONNECTED));
+        // After disconnect the QP is in ERR, as on RoCE.
+        ibv_qp_attr at;
+        ibv_qp_init_attr ia;
+        PCHECK(ibv_query_qp(id->qp, &at, IBV_QP_STATE, &ia) == 0);
+        PCHECK_EQ(at.qp_state, IBV_QPS_ERR);
+        rdma_dereg_mr(mr);
+        rdma_destroy_qp(id);
+        PCHECK(rdma_destroy_id(id) == 0);
+        rdma_destroy_event_channel(ch);
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(server, client));
+}
+
+TEST(Cm, RejectWithPrivateDataAndLimits) {
+    auto server = [](Oob &oob) {
+        rdma_event_channel *ch = rdma_create_event_channel();
+        rdma_cm_id *l = listen_any(ch, oob);
+        rdma_cm_event *ev = wait_event(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+        rdma_cm_id *c = ev->id;
+        rdma_ack_cm_event(ev);
+        char big[200] = {};
+        rdma_conn_param p{};
+        p.private_data = big;
+        p.private_data_len = 197;  // RoCE accept limit is 196
+        errno = 0;
+        PCHECK(rdma_accept(c, &p) == -1 && errno == EINVAL);
+        errno = 0;
+        PCHECK(rdma_reject(c, big, 149) == -1 && errno == EINVAL);  // limit 148
+        PCHECK(rdma_reject(c, "go away", 8) == 0);
+        oob.barrier();
+        PCHECK(rdma_destroy_id(c) == 0);
+        PCHECK(rdma_destroy_id(l) == 0);
+        rdma_destroy_event_channel(ch);
+        return 0;
+    };
+    auto client = [](Oob &oob) {
+        rdma_event_channel *ch = rdma_create_event_channel();
+        rdma_cm_id *id = resolved_id(ch, oob.get<uint16_t>());
+        char big[60] = {};
+        rdma_conn_param p{};
+        p.private_data = big;
+        p.private_data_len = 57;  // RoCE REQ limit is 56
+        errno = 0;
+        PCHECK(rdma_connect(id, &p) == -1 && errno == EINVAL);
+        p.private_data_len = 56;
+        PCHECK(rdma_connect(id, &p) == 0);
+        rdma_cm_event *ev = wait_event(ch, RDMA_CM_EVENT_REJECTED);
+        PCHECK_EQ(ev->status, 28);  // IB_CM_REJ_CONSUMER_DEFINED
+        PCHECK_EQ(ev->param.conn.private_data_len, 148);
+        PCHECK(std::strcmp(static_cast<const char *>(ev->param.conn.private_data), "go away") == 0);
+        rdma_ack_cm_event(ev);
+        oob.barrier();
+        PCHECK(rdma_destroy_id(id) == 0);
+        rdma_destroy_event_channel(ch);
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(server, client));
+}
+
+TEST(Cm, NothingListensRejectedWithInvalidServiceId) {
+    auto client = [](Oob &) {
+        rdma_event_channel *ch = rdma_create_event_channel();
+        // A port that was just free: bind and release one.
+        rdma_cm_id *probe;
+        PCHECK(rdma_create_id(ch, &probe, nullptr, RDMA_PS_TCP) == 0);
+        sockaddr_in a = loopback(0);
+        PCHECK(rdma_bind_addr(probe, reinterpret_cast<sockaddr *>(&a)) == 0);
+        const uint16_t port = ntohs(rdma_get_src_port(probe));
+        PCHECK(rdma_destroy_id(probe) == 0);
+        rdma_cm_id *id = resolved_id(ch, port);
+        PCHECK(rdma_connect(id, nullptr) == 0);
+        rdma_cm_event *ev = wait_event(ch, RDMA_CM_EVENT_REJECTED);
+        PCHECK_EQ(ev->status, 8);  // IB_CM_REJ_INVALID_SERVICE_ID
+        rdma_ack_cm_event(ev);
+        PCHECK(rdma_destroy_id(id) == 0);
+        rdma_destroy_event_channel(ch);
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(client, [](Oob &) { return 0; }));
+}
+
+// The peer process dies: the survivor sees DISCONNECTED within 2 s.
+TEST(Cm, KilledPeerDisconnects) {
+    auto survivor = [](Oob &oob) {
+        rdma_event_channel *ch = rdma_create_event_channel();
+        rdma_cm_id *l = listen_any(ch, oob);
+        rdma_cm_event *ev = wait_event(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+        rdma_cm_id *c = ev->id;
+        rdma_ack_cm_event(ev);
+        ibv_qp_init_attr qa = qp_attr();
+        PCHECK(rdma_create_qp(c, nullptr, &qa) == 0);
+        PCHECK(rdma_accept(c, nullptr) == 0);
+        rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_ESTABLISHED));
+        oob.put<char>('k');
+        const uint64_t t0 = now_ms();
+        rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_DISCONNECTED, 2000));
+        PCHECK(now_ms() - t0 < 2000);
+        rdma_destroy_qp(c);
+        PCHECK(rdma_destroy_id(c) == 0);
+        PCHECK(rdma_destroy_id(l) == 0);
+        return 0;
+    };
+    auto victim = [](Oob &oob) {
+        rdma_event_channel *ch = rdma_create_event_channel();
+        rdma_cm_id *id = resolved_id(ch, oob.get<uint16_t>());
+        ibv_qp_init_attr qa = qp_attr();
+        PCHECK(rdma_create_qp(id, nullptr, &qa) == 0);
+        PCHECK(rdma_connect(id, nullptr) == 0);
+        rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_ESTABLISHED));
+        (void)oob.get<char>();
+        raise(SIGKILL);
+        return 0;
+    };
+    const PairResult r = run_pair(survivor, victim);
+    EXPECT_FALSE(r.timed_out);
+    EXPECT_EQ(r.status_a, 0);
+    EXPECT_EQ(r.status_b, 128 + SIGKILL);
+}
+
+// Synchronous ids (NULL channel) with rdma_create_ep / rdma_get_request, as rdma_server does.
+TEST(Cm, SyncEndpoints) {
+    auto server = [](Oob &oob) {
+        rdma_addrinfo hints{}, *res;
+        hints.ai_flags = RAI_PASSIVE;
+        hints.ai_port_space = RDMA_PS_TCP;
+        PCHECK(rdma_getaddrinfo("127.0.0.1", "0", &hints, &res) == 0);
+        ibv_qp_init_attr qa = qp_attr();
+        rdma_cm_id *l;
+        PCHECK(rdma_create_ep(&l, res, nullptr, &qa) == 0);
+        rdma_freeaddrinfo(res);
+        PCHECK(rdma_listen(l, 1) == 0);
+        oob.put<uint16_t>(ntohs(rdma_get_src_port(l)));
+        rdma_cm_id *c;
+        PCHECK(rdma_get_request(l, &c) == 0);
+        PCHECK(c->qp != nullptr);  // made from the saved qp_init_attr
+        PCHECK(c->event && c->event->event == RDMA_CM_EVENT_CONNECT_REQUEST);
+        char buf[16] = {};
+        ibv_mr *mr = rdma_reg_msgs(c, buf, sizeof buf);
+        PCHECK(rdma_post_recv(c, nullptr, buf, sizeof buf, mr) == 0);
+        PCHECK(rdma_accept(c, nullptr) == 0);  // blocks until ESTABLISHED
+        ibv_wc wc;
+        PCHECK(rdma_get_recv_comp(c, &wc) == 1);
+        PCHECK(std::strcmp(buf, "sync hello") == 0);
+        PCHECK(rdma_disconnect(c) == 0);
+        rdma_dereg_mr(mr);
+        rdma_destroy_ep(c);
+        // A second request is rejected: the sync caller sees ECONNREFUSED.
+        PCHECK(rdma_get_request(l, &c) == 0);
+        PCHECK(rdma_reject(c, nullptr, 0) == 0);
+        oob.barrier();
+        rdma_destroy_ep(c);
+        rdma_destroy_ep(l);
+        return 0;
+    };
+    auto client = [](Oob &oob) {
+        const uint16_t port = oob.get<uint16_t>();
+        char service[8];
+        std::snprintf(service, sizeof service, "%u", port);
+        rdma_addrinfo hints{}, *res;
+        hints.ai_port_space = RDMA_PS_TCP;
+        PCHECK(rdma_getaddrinfo("127.0.0.1", service, &hints, &res) == 0);
+        PCHECK_EQ(res->ai_qp_type, IBV_QPT_RC);
+        ibv_qp_init_attr qa = qp_attr();
+        rdma_cm_id *id;
+        PCHECK(rdma_create_ep(&id, res, nullptr, &qa) == 0);
+        PCHECK(rdma_connect(id, nullptr) == 0);  // blocks until ESTABLISHED
+        char buf[16] = "sync hello";
+        ibv_mr *mr = rdma_reg_msgs(id, buf, sizeof buf);
+        PCHECK(rdma_post_send(id, nullptr, buf, sizeof buf, mr, IBV_SEND_SIGNALED) == 0);
+        ibv_wc wc;
+        PCHECK(rdma_get_send_comp(id, &wc) == 1);
+        rdma_dereg_mr(mr);
+        rdma_destroy_ep(id);
+        rdma_cm_id *id2;
+        PCHECK(rdma_create_ep(&id2, res, nullptr, nullptr) == 0);
+        errno = 0;
+        PCHECK(rdma_connect(id2, nullptr) == -1);
+        PCHECK_EQ(errno, ECONNREFUSED);
+        PCHECK(id2->event && id2->event->event == RDMA_CM_EVENT_REJECTED);
+        oob.barrier();
+        rdma_destroy_ep(id2);
+        rdma_freeaddrinfo(res);
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(server, client));
+}
+
+// One process: state errors, options, non-blocking channels, destroy waits for acks, migrate.
+TEST(CmLocal, StateErrorsOptionsChannelsAndAcks) {
+    auto body = [](Oob &) {
+        rdma_event_channel *ch = rdma_create_event_channel();
+        PCHECK(ch && ch->fd >= 0);
+        PCHECK(fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK) == 0);
+        rdma_cm_event *ev;
+        errno = 0;
+        PCHECK(rdma_get_cm_event(ch, &ev) == -1 && errno == EAGAIN);
+        rdma_cm_id *id;
+        PCHECK(rdma_create_id(ch, &id, nullptr, RDMA_PS_TCP) == 0);
+        // Wrong state.
+        errno = 0;
+        PCHECK(rdma_resolve_route(id, 100) == -1 && errno == EINVAL);
+        PCHECK(rdma_connect(id, nullptr) == -1 && errno == EINVAL);
+        // Options.
+        int one = 1;
+        uint8_t tos = 0x20;
+        PCHECK(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR, &one, sizeof one) == 0);
+        PCHECK(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, 1) == 0);
+        errno = 0;
+        PCHECK(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &one, sizeof one) == -1 &&
+               errno == EINVAL);
+        errno = 0;
+        PCHECK(rdma_set_option(id, RDMA_OPTION_ID, 99, &one, sizeof one) == -1 && errno == ENOSYS);
+        // Binding: the same port twice without REUSEADDR on the second.
+        sockaddr_in a = loopback(0);
+        PCHECK(rdma_bind_addr(id, reinterpret_cast<sockaddr *>(&a)) == 0);
+        a.sin_port = rdma_get_src_port(id);
+        rdma_cm_id *id2;
+        PCHECK(rdma_create_id(ch, &id2, nullptr, RDMA_PS_TCP) == 0);
+        errno = 0;
+        PCHECK(rdma_bind_addr(id2, reinterpret_cast<sockaddr *>(&a)) == -1 && errno == EADDRINUSE);
+        PCHECK(rdma_bind_addr(id, reinterpret_cast<sockaddr *>(&a)) == -1);  // bound already
+        // IPv6 wildcard with port 0 gets a port.
+        rdma_cm_id *id6;
+        PCHECK(rdma_create_id(ch, &id6, nullptr, RDMA_PS_TCP) == 0);
+        sockaddr_in6 a6{};
+        a6.sin6_family = AF_INET6;
+        PCHECK(rdma_bind_addr(id6, reinterpret_cast<sockaddr *>(&a6)) == 0);
+        PCHECK(rdma_get_src_port(id6) != 0);
+        // Resolve to ourselves: the event arrives, readable through epoll.
+        const int ep = epoll_create1(0);
+        epoll_event ee{};
+        ee.events = EPOLLIN;
+        PCHECK(epoll_ctl(ep, EPOLL_CTL_ADD, ch->fd, &ee) == 0);
+        sockaddr_in d = loopback(9999);
+        PCHECK(rdma_resolve_addr(id2, nullptr, reinterpret_cast<sockaddr *>(&d), 1000) == 0);
+        epoll_event out;
+        PCHECK(epoll_wait(ep, &out, 1, 5000) == 1);
+        PCHECK(rdma_get_cm_event(ch, &ev) == 0);
+        PCHECK_EQ(ev->event, RDMA_CM_EVENT_ADDR_RESOLVED);
+        PCHECK(ev->id == id2);
+        // Destroy waits until the application acks the event it holds.
+        std::thread acker([ev] {
+            usleep(150000);
+            rdma_ack_cm_event(ev);
+        });
+        const uint64_t t0 = now_ms();
+        PCHECK(rdma_destroy_id(id2) == 0);
+        PCHECK(now_ms() - t0 >= 140);
+        acker.join();
+        // Migrate to another channel: later events arrive there.
+        rdma_event_channel *ch2 = rdma_create_event_channel();
+        PCHECK(rdma_migrate_id(id, ch2) == 0);
+        PCHECK(id->channel == ch2);
+        PCHECK(rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr *>(&d), 1000) == 0);
+        pollfd p{ch2->fd, POLLIN, 0};
+        PCHECK(poll(&p, 1, 5000) == 1);
+        PCHECK(rdma_get_cm_event(ch2, &ev) == 0);
+        PCHECK_EQ(ev->event, RDMA_CM_EVENT_ADDR_RESOLVED);
+        rdma_ack_cm_event(ev);
+        PCHECK(rdma_get_cm_event(ch, &ev) == -1 && errno == EAGAIN);  // nothing on the old one
+        for (const char *s : {"RDMA_CM_EVENT_ESTABLISHED", "RDMA_CM_EVENT_TIMEWAIT_EXIT"}) {
+            bool found = false;
+            for (int t = RDMA_CM_EVENT_ADDR_RESOLVED; t <= RDMA_CM_EVENT_TIMEWAIT_EXIT; ++t)
+                found |= std::strcmp(rdma_event_str(rdma_cm_event_type(t)), s) == 0;
+            PCHECK(found);
+        }
+        PCHECK(rdma_destroy_id(id) == 0);
+        PCHECK(rdma_destroy_id(id6) == 0);
+        close(ep);
+        rdma_destroy_event_channel(ch2);
+        rdma_destroy_event_channel(ch);
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(body, [](Oob &) { return 0; }));
+}
