@@ -179,7 +179,10 @@ void MpaHandshake::step(std::unique_lock<std::mutex> &lk) {
                     if (peer_.flags & wire::kMpaFlagReject) return finish(lk, ECONNREFUSED);
                     return finish(lk, 0);
                 }
+                // Nothing more may arrive before our reply: watch only for the peer leaving,
+                // one-shot, so a closed socket cannot spin the engine while we wait.
                 state_ = State::kDeferred;
+                ProgressEngine::get().rearm(fd_.get(), shared_from_this(), EPOLLRDHUP | EPOLLONESHOT);
                 break;
             }
             case State::kDeferred: {
@@ -247,8 +250,12 @@ bool MpaHandshake::respond(std::vector<uint8_t> reply, bool accepted) {
     return true;
 }
 
-void MpaHandshake::on_io(uint32_t) {
+void MpaHandshake::on_io(uint32_t events) {
     std::unique_lock lk(mu_);
+    if ((state_ == State::kDeferred || state_ == State::kHeld) &&
+        (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
+        return finish(lk, ECONNREFUSED);  // the requester gave up
+    if (state_ == State::kDeferred || state_ == State::kHeld) return;
     step(lk);
 }
 

@@ -127,7 +127,10 @@ transport::MpaHandshake::Decision Qp::on_hello(const wire::MpaFrame &req,
         d.kind = Kind::kDefer;  // the application has not given us the peer yet
         return d;
     }
-    if (hello.src_qpn != remote_qpn_) return reject(wire::QpHelloStatus::kWrongPeer);
+    // The requester must be exactly the peer the application named (GID and QPN), as an
+    // HCA drops packets from anyone else.
+    if (hello.src_qpn != remote_qpn_ || std::memcmp(hello.src_gid, remote_gid_, 16) != 0)
+        return reject(wire::QpHelloStatus::kWrongPeer);
     uint16_t flags = wire::kMpaFlagEnhanced;
     if (req.flags & wire::kMpaFlagSoftrdmaExt) flags |= wire::kMpaFlagSoftrdmaExt;
     if ((req.flags & wire::kMpaFlagCrc) || want_crc()) flags |= wire::kMpaFlagCrc;
