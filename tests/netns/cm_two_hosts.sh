@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Two "hosts": network namespaces joined by a veth pair this test creates (and removes).
+# Debian's unmodified rping and ucmatose run across them on our libraries.
+#   cm_two_hosts.sh <libdir>
+set -u
+libdir=$(cd "$1" && pwd -P)
+tag="sr$$"
+nsa="${tag}a" nsb="${tag}b"
+ipa=10.77.$((RANDOM % 200 + 1)).1
+ipb=${ipa%.1}.2
+work=$(mktemp -d)
+pids=()
+fails=0
+
+cleanup() {
+    for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+    ip netns del "$nsa" 2>/dev/null
+    ip netns del "$nsb" 2>/dev/null
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+command -v ip >/dev/null || { echo "FAIL: iproute2 (ip) is required"; exit 1; }
+for p in rping ucmatose; do
+    command -v "$p" >/dev/null || { echo "FAIL: $p missing (apt-get install rdmacm-utils)"; exit 1; }
+done
+if ! ip netns add "$nsa" || ! ip netns add "$nsb"; then
+    echo "FAIL: cannot create network namespaces (needs CAP_NET_ADMIN)"
+    exit 1
+fi
+ip link add "${tag}va" type veth peer name "${tag}vb" || { echo "FAIL: veth"; exit 1; }
+ip link set "${tag}va" netns "$nsa"
+ip link set "${tag}vb" netns "$nsb"
+ip -n "$nsa" addr add "$ipa/24" dev "${tag}va"
+ip -n "$nsb" addr add "$ipb/24" dev "${tag}vb"
+for ns in "$nsa" "$nsb"; do
+    ip -n "$ns" link set lo up
+done
+ip -n "$nsa" link set "${tag}va" up
+ip -n "$nsb" link set "${tag}vb" up
+
+in_ns() { local ns=$1; shift; ip netns exec "$ns" env LD_LIBRARY_PATH="$libdir" "$@"; }
+
+# Wait (bounded) until a TCP port listens inside a namespace.
+wait_listen() { # <ns> <port>
+    local hex i
+    hex=$(printf '%04X' "$2")
+    for ((i = 0; i < 100; i++)); do
+        ip netns exec "$1" cat /proc/net/tcp /proc/net/tcp6 2>/dev/null |
+            awk -v h=":$hex" '$2 ~ h"$" && $4 == "0A" { f = 1 } END { exit !f }' && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+pair() { # <name> <port> <server cmd> -- <client cmd>
+    local name=$1 port=$2; shift 2
+    local srv=() cli=()
+    while [[ $1 != -- ]]; do srv+=("$1"); shift; done
+    shift
+    cli=("$@")
+    in_ns "$nsa" timeout 60 "${srv[@]}" >"$work/$name.srv" 2>&1 &
+    local sp=$!
+    pids+=("$sp")
+    if ! wait_listen "$nsa" "$port"; then
+        echo "FAIL: $name: server never listened"; cat "$work/$name.srv"; fails=$((fails + 1)); return
+    fi
+    in_ns "$nsb" timeout 60 "${cli[@]}" >"$work/$name.cli" 2>&1
+    local crc=$?
+    local src=124 i
+    for ((i = 0; i < 200; i++)); do
+        if ! kill -0 "$sp" 2>/dev/null; then wait "$sp"; src=$?; break; fi
+        sleep 0.05
+    done
+    kill -9 "$sp" 2>/dev/null
+    if [[ $crc -eq 0 && $src -eq 0 ]]; then
+        echo "PASS: $name"
+    else
+        echo "FAIL: $name (client $crc, server $src)"
+        sed 's/^/  cli| /' "$work/$name.cli"
+        sed 's/^/  srv| /' "$work/$name.srv"
+        fails=$((fails + 1))
+    fi
+}
+
+# The namespaces see only their own interfaces: our devices must follow.
+devs=$(in_ns "$nsb" ibv_devices 2>&1)
+if ! grep -q "sr_${tag}vb" <<<"$devs"; then
+    echo "FAIL: device sr_${tag}vb not listed in $nsb:"; echo "$devs"; fails=$((fails + 1))
+fi
+
+pair rping 7471 rping -s -a "$ipa" -p 7471 -C 1000 -v -- rping -c -a "$ipa" -p 7471 -C 1000 -v
+grep -q "rdma-ping-999:" "$work/rping.cli" || { echo "FAIL: rping did not reach ping 999"; fails=$((fails + 1)); }
+pair rping_q 7472 rping -s -a "$ipa" -p 7472 -C 200 -q -- rping -c -a "$ipa" -p 7472 -C 200 -q
+pair ucmatose 7473 ucmatose -p 7473 -c 10 -- ucmatose -s "$ipa" -p 7473 -c 10
+grep -q "return status 0" "$work/ucmatose.cli" || { echo "FAIL: ucmatose client status"; fails=$((fails + 1)); }
+
+if ((fails)); then
+    echo "cm_two_hosts: $fails failure(s)"
+    exit 1
+fi
+echo "cm_two_hosts: all passed"
