@@ -109,6 +109,7 @@ int do_bind(CmId &id, const sockaddr *addr) {
     std::memcpy(use.gid, gid, 16);
     ports().push_back(use);
     std::memcpy(&id.route.addr.src_storage, &ss, len);
+    sockaddr_to_gid(&id.route.addr.src_addr, id.route.addr.addr.ibaddr.sgid.raw);
     if (!is_wildcard(addr)) {
         id.verbs = context_for_addr(addr);
         if (!id.verbs) return fail(ENODEV);

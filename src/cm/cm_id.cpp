@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <unordered_map>
 
 #include "cm/cm_api.h"
@@ -263,9 +264,24 @@ const char *event_str(rdma_cm_event_type t) {
 
 // ---------------------------------------------------------------------------- ids
 
+void start_netlink_watcher();
+
+void for_each_id(const std::function<void(CmId &)> &fn) {
+    std::vector<std::shared_ptr<CmId>> all;
+    {
+        std::lock_guard lk(g_ids_mu);
+        for (auto &[p, ref] : ids()) all.push_back(ref);
+    }
+    for (auto &id : all) {
+        std::lock_guard lk(id->mu);
+        fn(*id);
+    }
+}
+
 int create_id_qpt(rdma_event_channel *ch, rdma_cm_id **out, void *ctx, rdma_port_space ps,
                   ibv_qp_type qpt) {
     if (!out) return fail(EINVAL);
+    start_netlink_watcher();
     if (ps != RDMA_PS_TCP && ps != RDMA_PS_IB && ps != RDMA_PS_UDP && ps != RDMA_PS_IPOIB)
         return fail(EINVAL);
     auto id = std::make_shared<CmId>(ch ? EventChannel::from(ch) : nullptr, ctx, ps, qpt);
