@@ -14,6 +14,8 @@
 
 #include "cm/cm_api.h"
 #include "cm/cm_id.h"
+#include "cm/cm_neigh.h"
+#include "common/clock.h"
 
 namespace softrdma::cm {
 namespace {
@@ -122,6 +124,8 @@ int do_bind(CmId &id, const sockaddr *addr) {
 
 }  // namespace
 
+void check_resolution(CmId &id);
+
 void release_port(const CmId &id) {
     std::lock_guard lk(g_ports_mu);
     auto &v = ports();
@@ -185,11 +189,35 @@ int resolve_addr(rdma_cm_id *raw, sockaddr *src, sockaddr *dst, int timeout_ms) 
         } else {
             id.verbs = ctx;
             id.port_num = 1;
-            id.set_state(State::kAddrResolved);
-            id.post_event(RDMA_CM_EVENT_ADDR_RESOLVED, 0);
+            // RoCE resolution ends when the next hop answers ARP/ND: nudge the kernel into
+            // asking, then watch the neighbour table until it answers or time runs out.
+            [[maybe_unused]] ssize_t r = ::send(probe.get(), "", 1, MSG_DONTWAIT);
+            id.resolve_deadline_ns = now_ns() + uint64_t(timeout_ms > 0 ? timeout_ms : 2000) * 1000000ull;
+            check_resolution(id);
         }
     }
     return id.sync ? id.complete_sync() : 0;
+}
+
+// Called with mu held, in ADDR_QUERY: finish resolution or look again shortly.
+void check_resolution(CmId &id) {
+    switch (next_hop_state(&id.route.addr.dst_addr)) {
+        case NeighState::kResolved:
+            id.set_state(State::kAddrResolved);
+            id.post_event(RDMA_CM_EVENT_ADDR_RESOLVED, 0);
+            return;
+        case NeighState::kPending:
+            if (now_ns() < id.resolve_deadline_ns) {
+                transport::ProgressEngine::get().schedule(id.shared_from_this(),
+                                                          now_ns() + 10'000'000);
+                return;
+            }
+            [[fallthrough]];
+        case NeighState::kFailed:
+            id.set_state(State::kAddrBound);
+            id.post_event(RDMA_CM_EVENT_ADDR_ERROR, -ETIMEDOUT);
+            return;
+    }
 }
 
 int resolve_route(rdma_cm_id *raw, int timeout_ms) {

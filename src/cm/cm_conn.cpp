@@ -320,8 +320,8 @@ int dial(CmId &id) {
                 // The IB CM's REJ "invalid service ID" (148 bytes of zeros).
                 c->post_event(RDMA_CM_EVENT_REJECTED, kRejInvalidServiceId, nullptr, 0,
                               kRejectPrivateData);
-            } else if (r.err == ETIMEDOUT) {
-                c->post_event(RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT);
+            } else if (r.err == ETIMEDOUT || r.err == EHOSTUNREACH || r.err == ENETUNREACH) {
+                c->post_event(RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT);  // nobody answered
             } else {
                 c->post_event(RDMA_CM_EVENT_CONNECT_ERROR, -r.err);
             }
@@ -354,8 +354,12 @@ int dial(CmId &id) {
     return 0;
 }
 
+void check_resolution(CmId &id);
+
+// Timers of an id: address resolution waiting for the neighbour, or a refused connect.
 void CmId::on_timer() {
     std::lock_guard lk(mu);
+    if (state == State::kAddrQuery) return check_resolution(*this);
     if (state != State::kConnect || handshake) return;
     if (dial(*this) != 0) {
         post_event(RDMA_CM_EVENT_CONNECT_ERROR, -errno);
@@ -412,7 +416,8 @@ int accept(rdma_cm_id *raw, rdma_conn_param *param) {
                 std::min(clamp_rd(param->responder_resources), id.conn.responder_resources);
             id.conn.initiator_depth =
                 std::min(clamp_rd(param->initiator_depth), id.conn.initiator_depth);
-            id.conn.retry_count = param->retry_count;
+            // IB takes the passive QP's retry count from the REQ, not from the accept:
+            // keep the requester's default (7) and use only the RNR retry given here.
             id.conn.rnr_retry_count = param->rnr_retry_count;
         }
         if (id.qp && ready_qp(id) != 0) return fail(EINVAL);

@@ -154,7 +154,7 @@ void MpaHandshake::step(std::unique_lock<std::mutex> &lk) {
                 int soerr = 0;
                 socklen_t len = sizeof soerr;
                 getsockopt(fd_.get(), SOL_SOCKET, SO_ERROR, &soerr, &len);
-                if (soerr) return finish(lk, soerr == ETIMEDOUT ? ETIMEDOUT : ECONNREFUSED);
+                if (soerr) return finish(lk, soerr == ECONNRESET ? ECONNREFUSED : soerr);
                 sockaddr_storage peer;
                 socklen_t plen = sizeof peer;
                 if (::getpeername(fd_.get(), reinterpret_cast<sockaddr *>(&peer), &plen) != 0)

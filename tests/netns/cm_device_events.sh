@@ -22,6 +22,7 @@ ip -n "$ns" addr add "$ip/24" dev "${ns}x"
 ip -n "$ns" link set lo up
 ip -n "$ns" link set "${ns}x" up
 ip -n "$ns" link set "${ns}y" up
+fails=0
 
 wait_for() { # <pattern>: bounded wait for a line in the probe's output
     local i
@@ -32,9 +33,23 @@ wait_for() { # <pattern>: bounded wait for a line in the probe's output
     return 1
 }
 
+# Address resolution waits for the neighbour: an address on the link that nobody owns ends
+# in ADDR_ERROR -ETIMEDOUT (-110) at the given timeout; our own address resolves at once.
+res=$(ip netns exec "$ns" env LD_LIBRARY_PATH="$libdir" "$probe" resolve "${ip%.1}.99" 400)
+echo "unanswered: $res"
+if [[ $res =~ ^EVENT\ RDMA_CM_EVENT_ADDR_ERROR\ -110\ after\ ([0-9]+)\ ms ]] &&
+   ((BASH_REMATCH[1] >= 350 && BASH_REMATCH[1] < 2000)); then
+    echo "PASS: ADDR_ERROR -ETIMEDOUT within the timeout"
+else
+    echo "FAIL: unanswered neighbour"; fails=$((fails + 1))
+fi
+res=$(ip netns exec "$ns" env LD_LIBRARY_PATH="$libdir" "$probe" resolve "$ip" 400)
+echo "local: $res"
+[[ $res == "EVENT RDMA_CM_EVENT_ADDR_RESOLVED 0"* ]] && echo "PASS: local address resolves" ||
+    { echo "FAIL: local address"; fails=$((fails + 1)); }
+
 ip netns exec "$ns" env LD_LIBRARY_PATH="$libdir" "$probe" "$ip" 7600 >"$out" 2>&1 &
 pid=$!
-fails=0
 if ! wait_for "^READY sr_${ns}x"; then
     echo "FAIL: probe did not bind to $ip on sr_${ns}x"; cat "$out"; exit 1
 fi

@@ -6,9 +6,38 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cerrno>
 #include <cstring>
+#include <ctime>
+
+// `resolve <ip> <timeout_ms>`: prints the outcome of rdma_resolve_addr and how long it took.
+static int resolve(const char *ip, int timeout_ms) {
+    rdma_event_channel *ch = rdma_create_event_channel();
+    rdma_cm_id *id;
+    if (!ch || rdma_create_id(ch, &id, nullptr, RDMA_PS_TCP)) return 3;
+    sockaddr_in d{};
+    d.sin_family = AF_INET;
+    d.sin_port = htons(7000);
+    if (inet_pton(AF_INET, ip, &d.sin_addr) != 1) return 4;
+    timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr *>(&d), timeout_ms)) {
+        std::printf("CALL_ERROR %d\n", errno);
+        return 0;
+    }
+    rdma_cm_event *ev;
+    if (rdma_get_cm_event(ch, &ev)) return 6;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    const long ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+    std::printf("EVENT %s %d after %ld ms\n", rdma_event_str(ev->event), ev->status, ms);
+    rdma_ack_cm_event(ev);
+    rdma_destroy_id(id);
+    rdma_destroy_event_channel(ch);
+    return 0;
+}
 
 int main(int argc, char **argv) {
+    if (argc == 4 && std::strcmp(argv[1], "resolve") == 0) return resolve(argv[2], std::atoi(argv[3]));
     if (argc != 3) return 2;
     rdma_event_channel *ch = rdma_create_event_channel();
     rdma_cm_id *id;
