@@ -636,7 +636,8 @@ void Qp::flush_ack(Lock &) {
     h.qn = wire::kQnControl;
     h.payload_len = wire::kControlLen;
     if (stream_->tx_pending() || stream_->crc()) {
-        // Mid-frame or CRC framing: go through the regular path once.
+        // Mid-frame or CRC framing: go through the regular path once, ACK due now.
+        ack_due_ns_ = 1;
         bool blocked;
         stream_->pump_tx(*this, blocked);
         return;

@@ -425,6 +425,7 @@ bool Qp::on_segment(const wire::SegmentHeader &h, std::span<const uint8_t> scrat
             if (!read_sink_slot(h.stag, slot) || slot >= sq_.size()) return false;
             SendWqe &w = sq_[slot];
             if (w.done || w.opcode != IBV_WR_RDMA_READ) return true;
+            if (fatal_pending_) return true;  // discarded by place(): the READ will be flushed
             w.received += h.payload_len;
             if (h.last) {
                 if (w.received != w.total_len) return false;
