@@ -254,6 +254,7 @@ uint16_t get_dst_port(rdma_cm_id *raw) { return raw ? port_of(&raw->route.addr.d
 
 ibv_context **get_devices(int *num) {
     const auto ctxs = all_contexts();
+    CM_LOG("get_devices: %zu", ctxs.size());
     auto **list = static_cast<ibv_context **>(calloc(ctxs.size() + 1, sizeof(ibv_context *)));
     if (!list) {
         errno = ENOMEM;

@@ -488,8 +488,9 @@ int establish(rdma_cm_id *raw) {
     return 0;
 }
 
-int notify(rdma_cm_id *raw, ibv_event_type) {
+int notify(rdma_cm_id *raw, ibv_event_type ev) {
     if (!raw) return fail(EINVAL);
+    CM_LOG("notify %p event %d", static_cast<void *>(raw), int(ev));
     CmId &id = *CmId::from(raw);
     std::lock_guard lk(id.mu);
     return id.state == State::kConnect ? 0 : fail(EINVAL);
@@ -497,6 +498,7 @@ int notify(rdma_cm_id *raw, ibv_event_type) {
 
 int get_request(rdma_cm_id *listen_raw, rdma_cm_id **out) {
     if (!listen_raw || !out) return fail(EINVAL);
+    CM_LOG("get_request %p", static_cast<void *>(listen_raw));
     CmId &l = *CmId::from(listen_raw);
     if (!l.sync || l.state != State::kListen) return fail(EINVAL);
     if (l.complete_sync() != 0) return -1;
@@ -517,6 +519,7 @@ int get_request(rdma_cm_id *listen_raw, rdma_cm_id **out) {
 
 int set_local_ece(rdma_cm_id *raw, ibv_ece *ece) {
     if (!raw || !ece) return fail(EINVAL);
+    CM_LOG("set_local_ece %p", static_cast<void *>(raw));
     CmId &id = *CmId::from(raw);
     std::lock_guard lk(id.mu);
     id.local_ece = *ece;
@@ -525,6 +528,7 @@ int set_local_ece(rdma_cm_id *raw, ibv_ece *ece) {
 
 int get_remote_ece(rdma_cm_id *raw, ibv_ece *ece) {
     if (!raw || !ece) return fail(EINVAL);
+    CM_LOG("get_remote_ece %p", static_cast<void *>(raw));
     CmId &id = *CmId::from(raw);
     std::lock_guard lk(id.mu);
     *ece = id.remote_ece;

@@ -45,6 +45,7 @@ void freeaddrinfo(rdma_addrinfo *res) {
 
 int getaddrinfo(const char *node, const char *service, const rdma_addrinfo *hints,
                 rdma_addrinfo **res) {
+    CM_LOG("getaddrinfo node %s service %s", node ? node : "-", service ? service : "-");
     if (!res || (!node && !service)) return EAI_NONAME;
     addrinfo h{};
     int ps = RDMA_PS_TCP;
@@ -102,6 +103,7 @@ int getaddrinfo(const char *node, const char *service, const rdma_addrinfo *hint
 
 int create_ep(rdma_cm_id **out, rdma_addrinfo *res, ibv_pd *pd, ibv_qp_init_attr *qp_attr) {
     if (!out || !res) return fail(EINVAL);
+    CM_LOG("create_ep%s", (res->ai_flags & RAI_PASSIVE) ? " (passive)" : "");
     rdma_cm_id *raw = nullptr;
     const ibv_qp_type qpt = ibv_qp_type(res->ai_qp_type ? res->ai_qp_type : IBV_QPT_RC);
     if (create_id_qpt(nullptr, &raw, nullptr, rdma_port_space(res->ai_port_space), qpt) != 0)
@@ -133,6 +135,7 @@ int create_ep(rdma_cm_id **out, rdma_addrinfo *res, ibv_pd *pd, ibv_qp_init_attr
 
 void destroy_ep(rdma_cm_id *raw) {
     if (!raw) return;
+    CM_LOG("destroy_ep %p", static_cast<void *>(raw));
     destroy_qp(raw);
     destroy_srq(raw);
     destroy_id(raw);

@@ -227,6 +227,8 @@ int get_cm_event(rdma_event_channel *ch, rdma_cm_event **out) {
     if (!ch || !out) return fail(EINVAL);
     CmEvent *ev = EventChannel::from(ch)->get();
     if (!ev) return -1;
+    CM_LOG("get_cm_event fd %d: %s status %d id %p", ch->fd, event_str(ev->event), ev->status,
+           static_cast<void *>(ev->id));
     {
         CmId *owner = ev->owner.get();
         std::lock_guard lk(owner->mu);
@@ -239,6 +241,7 @@ int get_cm_event(rdma_event_channel *ch, rdma_cm_event **out) {
 int ack_cm_event(rdma_cm_event *e) {
     if (!e) return fail(EINVAL);
     std::unique_ptr<CmEvent> ev(static_cast<CmEvent *>(e));
+    CM_LOG("ack_cm_event %s id %p", event_str(ev->event), static_cast<void *>(ev->id));
     CmId *owner = ev->owner.get();
     {
         std::lock_guard lk(owner->mu);

@@ -142,6 +142,7 @@ int create_srq_ex(rdma_cm_id *raw, ibv_srq_init_attr_ex *attr) {
     if (!raw || !attr) return fail(EINVAL);
     CmId &id = *CmId::from(raw);
     std::lock_guard lk(id.mu);
+    CM_LOG("create_srq %p", static_cast<void *>(raw));
     if (!id.verbs || id.srq) return fail(EINVAL);
     ibv_srq_init_attr_ex a = *attr;
     if (!(a.comp_mask & IBV_SRQ_INIT_ATTR_PD) || !a.pd) {
@@ -174,6 +175,7 @@ void destroy_srq(rdma_cm_id *raw) {
     if (!raw) return;
     CmId &id = *CmId::from(raw);
     std::lock_guard lk(id.mu);
+    CM_LOG("destroy_srq %p", static_cast<void *>(raw));
     if (id.srq) verbs::destroy_srq(id.srq);
     id.srq = nullptr;
 }
