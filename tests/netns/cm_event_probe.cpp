@@ -36,8 +36,33 @@ static int resolve(const char *ip, int timeout_ms) {
     return 0;
 }
 
+// `connect <ip> <port>`: resolves, connects, prints the event the connect ends with.
+static int connect_to(const char *ip, int port) {
+    rdma_event_channel *ch = rdma_create_event_channel();
+    rdma_cm_id *id;
+    if (!ch || rdma_create_id(ch, &id, nullptr, RDMA_PS_TCP)) return 3;
+    sockaddr_in d{};
+    d.sin_family = AF_INET;
+    d.sin_port = htons(uint16_t(port));
+    if (inet_pton(AF_INET, ip, &d.sin_addr) != 1) return 4;
+    rdma_cm_event *ev;
+    if (rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr *>(&d), 2000) ||
+        rdma_get_cm_event(ch, &ev))
+        return 5;
+    rdma_ack_cm_event(ev);
+    if (rdma_resolve_route(id, 2000) || rdma_get_cm_event(ch, &ev)) return 6;
+    rdma_ack_cm_event(ev);
+    if (rdma_connect(id, nullptr) || rdma_get_cm_event(ch, &ev)) return 7;
+    std::printf("EVENT %s %d\n", rdma_event_str(ev->event), ev->status);
+    rdma_ack_cm_event(ev);
+    rdma_destroy_id(id);
+    rdma_destroy_event_channel(ch);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc == 4 && std::strcmp(argv[1], "resolve") == 0) return resolve(argv[2], std::atoi(argv[3]));
+    if (argc == 4 && std::strcmp(argv[1], "connect") == 0) return connect_to(argv[2], std::atoi(argv[3]));
     if (argc != 3) return 2;
     rdma_event_channel *ch = rdma_create_event_channel();
     rdma_cm_id *id;

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Two "hosts": network namespaces joined by a veth pair this test creates (and removes).
 # Debian's unmodified rping and ucmatose run across them on our libraries.
-#   cm_two_hosts.sh <libdir>
+#   cm_two_hosts.sh <libdir> [<bindir with sr_cm_event_probe>]
 set -u
 libdir=$(cd "$1" && pwd -P)
+probe=${2:+$2/sr_cm_event_probe}
 tag="sr$$"
 nsa="${tag}a" nsb="${tag}b"
 ipa=10.77.$((RANDOM % 200 + 1)).1
@@ -94,6 +95,19 @@ grep -q "rdma-ping-999:" "$work/rping.cli" || { echo "FAIL: rping did not reach 
 pair rping_q 7472 rping -s -a "$ipa" -p 7472 -C 200 -q -- rping -c -a "$ipa" -p 7472 -C 200 -q
 pair ucmatose 7473 ucmatose -p 7473 -c 10 -- ucmatose -s "$ipa" -p 7473 -c 10
 grep -q "return status 0" "$work/ucmatose.cli" || { echo "FAIL: ucmatose client status"; fails=$((fails + 1)); }
+
+# Across hosts: a port nobody listens on is REJECTED (status 8, IB's invalid service ID); a
+# host that never answers (its replies are prohibited by a route) is UNREACHABLE -ETIMEDOUT.
+if [[ -n $probe ]]; then
+    res=$(in_ns "$nsb" "$probe" connect "$ipa" 7479)
+    [[ $res == "EVENT RDMA_CM_EVENT_REJECTED 8" ]] && echo "PASS: no listener -> REJECTED 8" ||
+        { echo "FAIL: no listener: $res"; fails=$((fails + 1)); }
+    ip -n "$nsa" route add prohibit "$ipb/32"
+    res=$(in_ns "$nsb" env SOFTRDMA_CM_TIMEOUT_MS=1500 "$probe" connect "$ipa" 7479)
+    [[ $res == "EVENT RDMA_CM_EVENT_UNREACHABLE -110" ]] && echo "PASS: silent host -> UNREACHABLE -ETIMEDOUT" ||
+        { echo "FAIL: silent host: $res"; fails=$((fails + 1)); }
+    ip -n "$nsa" route del prohibit "$ipb/32"
+fi
 
 if ((fails)); then
     echo "cm_two_hosts: $fails failure(s)"
