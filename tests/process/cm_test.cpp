@@ -419,3 +419,105 @@ TEST(CmLocal, StateErrorsOptionsChannelsAndAcks) {
     };
     EXPECT_PAIR_OK(run_pair(body, [](Oob &) { return 0; }));
 }
+
+// The rdma_verbs.h helpers for one-sided operations, with the target's buffer advertised in
+// the accept's private data.
+TEST(Cm, RdmaVerbsReadWriteHelpers) {
+    struct Adv {
+        uint64_t addr;
+        uint32_t rkey;
+    };
+    auto server = [](Oob &oob) {
+        rdma_event_channel *ch = rdma_create_event_channel();
+        rdma_cm_id *l = listen_any(ch, oob);
+        rdma_cm_event *ev = wait_event(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+        rdma_cm_id *c = ev->id;
+        rdma_ack_cm_event(ev);
+        ibv_qp_init_attr qa = qp_attr();
+        PCHECK(rdma_create_qp(c, nullptr, &qa) == 0);
+        static char buf[4096];
+        std::strcpy(buf + 2048, "readable by the peer");
+        ibv_mr *mr = rdma_reg_write(c, buf, sizeof buf);
+        PCHECK(mr);
+        PCHECK(ibv_dereg_mr(mr) == 0);
+        mr = ibv_reg_mr(c->pd, buf, sizeof buf,
+                        IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+        Adv adv{uint64_t(uintptr_t(buf)), mr->rkey};
+        rdma_conn_param p{};
+        p.private_data = &adv;
+        p.private_data_len = sizeof adv;
+        p.responder_resources = 1;
+        p.initiator_depth = 1;
+        PCHECK(rdma_accept(c, &p) == 0);
+        rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_ESTABLISHED));
+        rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_DISCONNECTED));
+        PCHECK(std::strcmp(buf, "written by the peer") == 0);
+        ibv_dereg_mr(mr);
+        rdma_destroy_qp(c);
+        PCHECK(rdma_destroy_id(c) == 0);
+        PCHECK(rdma_destroy_id(l) == 0);
+        return 0;
+    };
+    auto client = [](Oob &oob) {
+        rdma_event_channel *ch = rdma_create_event_channel();
+        rdma_cm_id *id = resolved_id(ch, oob.get<uint16_t>());
+        ibv_qp_init_attr qa = qp_attr();
+        PCHECK(rdma_create_qp(id, nullptr, &qa) == 0);
+        rdma_conn_param p{};
+        p.responder_resources = 1;
+        p.initiator_depth = 1;
+        PCHECK(rdma_connect(id, &p) == 0);
+        rdma_cm_event *ev = wait_event(ch, RDMA_CM_EVENT_ESTABLISHED);
+        Adv adv;
+        std::memcpy(&adv, ev->param.conn.private_data, sizeof adv);
+        rdma_ack_cm_event(ev);
+        char buf[64] = "written by the peer";
+        ibv_mr *mr = rdma_reg_read(id, buf, sizeof buf);  // read access is a superset here
+        ibv_dereg_mr(mr);
+        mr = rdma_reg_msgs(id, buf, sizeof buf);
+        PCHECK(rdma_post_write(id, nullptr, buf, 20, mr, IBV_SEND_SIGNALED, adv.addr, adv.rkey) == 0);
+        ibv_wc wc;
+        PCHECK(rdma_get_send_comp(id, &wc) == 1);
+        PCHECK_EQ(wc.status, IBV_WC_SUCCESS);
+        std::memset(buf, 0, sizeof buf);
+        PCHECK(rdma_post_read(id, nullptr, buf, 21, mr, IBV_SEND_SIGNALED, adv.addr + 2048,
+                              adv.rkey) == 0);
+        PCHECK(rdma_get_send_comp(id, &wc) == 1);
+        PCHECK_EQ(wc.status, IBV_WC_SUCCESS);
+        PCHECK(std::strcmp(buf, "readable by the peer") == 0);
+        PCHECK(rdma_disconnect(id) == 0);
+        rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_DISCONNECTED));
+        rdma_dereg_mr(mr);
+        rdma_destroy_qp(id);
+        PCHECK(rdma_destroy_id(id) == 0);
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(server, client));
+}
+
+TEST(CmLocal, DevicesAndAddrinfo) {
+    auto body = [](Oob &) {
+        int n = 0;
+        ibv_context **devs = rdma_get_devices(&n);
+        PCHECK(devs && n >= 1 && devs[n] == nullptr);
+        rdma_free_devices(devs);
+        rdma_addrinfo hints{}, *res;
+        hints.ai_flags = RAI_NUMERICHOST;
+        hints.ai_port_space = RDMA_PS_UDP;
+        PCHECK(rdma_getaddrinfo("127.0.0.1", "7", &hints, &res) == 0);
+        PCHECK_EQ(res->ai_qp_type, IBV_QPT_UD);
+        PCHECK_EQ(res->ai_port_space, RDMA_PS_UDP);
+        PCHECK(res->ai_dst_addr && res->ai_dst_len == sizeof(sockaddr_in));
+        rdma_freeaddrinfo(res);
+        hints = {};
+        hints.ai_flags = RAI_NUMERICHOST;
+        PCHECK(rdma_getaddrinfo("not-a-number", "7", &hints, &res) != 0);  // EAI code
+        hints.ai_flags = RAI_PASSIVE;
+        PCHECK(rdma_getaddrinfo(nullptr, "7000", &hints, &res) == 0);
+        PCHECK(res->ai_src_addr && !res->ai_dst_addr);
+        PCHECK_EQ(res->ai_port_space, RDMA_PS_TCP);
+        rdma_freeaddrinfo(res);
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(body, [](Oob &) { return 0; }));
+}
