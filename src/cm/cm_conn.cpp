@@ -48,6 +48,14 @@ uint8_t clamp_rd(uint8_t v) { return std::min<uint8_t>(v, verbs::kMaxRdAtomic); 
 constexpr uint64_t kRefusedGraceNs = 1'000'000'000;  // re-dial a refused connect this long
 constexpr uint64_t kRedialDelayNs = 5'000'000;
 
+// After a disconnect the IB CM keeps the connection in timewait, then reports
+// TIMEWAIT_EXIT: about the packet lifetime, 4.096 us * 2^(timeout + 1) (~2 s by default).
+void enter_timewait(CmId &id) {
+    const unsigned t = id.ack_timeout ? std::min<unsigned>(id.ack_timeout, 20) : 18;
+    id.timewait_exit_ns = now_ns() + (4096ull << (t + 1));
+    transport::ProgressEngine::get().schedule(id.shared_from_this(), id.timewait_exit_ns);
+}
+
 // The QP's end of the connection was closed by the peer (or failed): DISCONNECTED.
 void on_transport_closed(const std::weak_ptr<CmId> &weak) {
     auto id = weak.lock();
@@ -56,6 +64,7 @@ void on_transport_closed(const std::weak_ptr<CmId> &weak) {
     if (id->state != State::kConnect || !id->established) return;
     id->set_state(State::kDisconnect);
     id->post_event(RDMA_CM_EVENT_DISCONNECTED, 0);
+    enter_timewait(*id);
 }
 
 // Moves the id's QP to RTR and RTS with the negotiated parameters. mu held.
@@ -360,6 +369,11 @@ void check_resolution(CmId &id);
 void CmId::on_timer() {
     std::lock_guard lk(mu);
     if (state == State::kAddrQuery) return check_resolution(*this);
+    if (state == State::kDisconnect && timewait_exit_ns && now_ns() >= timewait_exit_ns) {
+        timewait_exit_ns = 0;
+        post_event(RDMA_CM_EVENT_TIMEWAIT_EXIT, 0);
+        return;
+    }
     if (state != State::kConnect || handshake) return;
     if (dial(*this) != 0) {
         post_event(RDMA_CM_EVENT_CONNECT_ERROR, -errno);
@@ -466,6 +480,7 @@ int disconnect(rdma_cm_id *raw) {
         }
         id.parked_fd.reset();
         id.post_event(RDMA_CM_EVENT_DISCONNECTED, 0);
+        if (id.established) enter_timewait(id);
     }
     return id.sync ? id.complete_sync() : 0;
 }

@@ -100,6 +100,7 @@ public:
     std::vector<uint8_t> connect_pd;  // what rdma_connect sent, for re-dials
     uint64_t dial_started_ns = 0;
     uint64_t resolve_deadline_ns = 0;
+    uint64_t timewait_exit_ns = 0;  // after a disconnect: when TIMEWAIT_EXIT is due
     UniqueFd parked_fd;  // CONNECT_RESPONSE: the stream waits for rdma_establish
     bool passive = false;
     bool established = false;

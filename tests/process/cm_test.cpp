@@ -143,6 +143,8 @@ TEST(Cm, ConnectAcceptDataAndDisconnectWithPrivateData) {
         PCHECK_EQ(wc.status, IBV_WC_SUCCESS);
         PCHECK(rdma_disconnect(id) == 0);
         rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_DISCONNECTED));
+        // Then the IB CM's timewait ends (about 2 s with the default timeout).
+        rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_TIMEWAIT_EXIT, 5000));
         // After disconnect the QP is in ERR, as on RoCE.
         ibv_qp_attr at;
         ibv_qp_init_attr ia;
