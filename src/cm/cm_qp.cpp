@@ -31,7 +31,7 @@ int make_cqs(CmId &id, ibv_qp_init_attr_ex &a) {
         if (!id.send_cq_channel) return -1;
         ibv_cq_init_attr_ex c{};
         c.cqe = std::max(a.cap.max_send_wr, 1u);
-        c.cq_context = &id;
+        c.cq_context = static_cast<rdma_cm_id *>(&id);  // rdma_get_*_comp check it
         c.channel = id.send_cq_channel;
         ibv_cq_ex *cq = verbs::create_cq_ex(id.verbs, &c);
         if (!cq) return -1;
@@ -44,7 +44,7 @@ int make_cqs(CmId &id, ibv_qp_init_attr_ex &a) {
         if (!id.recv_cq_channel) return -1;
         ibv_cq_init_attr_ex c{};
         c.cqe = std::max(a.cap.max_recv_wr, 1u);
-        c.cq_context = &id;
+        c.cq_context = static_cast<rdma_cm_id *>(&id);  // rdma_get_*_comp check it
         c.channel = id.recv_cq_channel;
         ibv_cq_ex *cq = verbs::create_cq_ex(id.verbs, &c);
         if (!cq) return -1;
