@@ -165,12 +165,15 @@ void Qp::adopt_stream(transport::MpaHandshake::Result &&r, Lock &lk) {
     dial_backoff_ns_ = 0;
     next_dial_ns_ = 0;
     last_progress_ns_ = now_ns();
+    // Publish before arming (this may run on an application thread): the event can fire, and
+    // on_io clear the mask, before watch() even returns.
     const uint32_t events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
+    armed_mask_ = events;
     if (!transport::ProgressEngine::get().watch(stream_->fd(), shared_from_this(), events)) {
+        armed_mask_ = 0;
         stream_.reset();
         return;
     }
-    armed_mask_ = events;
     SR_DEBUG("qp %u: connected to qpn %u (ext=%d crc=%d)", qp_base.qp_num, remote_qpn_, ext_,
              crc);
     progress(lk);

@@ -118,7 +118,7 @@ run_pair_rc() {
         return 0
     fi
     fail "$name: expected server exit $want_s and client exit $want_c;" \
-        "got server: $(describe_rc "$PAIR_SERVER_RC" "$CONF_PAIR_TIMEOUT"), client: $(describe_rc "$PAIR_CLIENT_RC" "$CONF_PAIR_TIMEOUT") (run_pair status $rc)"
+        "got server: $(describe_rc "$PAIR_SERVER_RC" "$CONF_PAIR_TIMEOUT") (status $PAIR_SERVER_RC), client: $(describe_rc "$PAIR_CLIENT_RC" "$CONF_PAIR_TIMEOUT") (status $PAIR_CLIENT_RC; above 128 may also be a plain exit code)"
     grep -E '^(FAIL: |\(expected failure\): )' "$log" | sed 's/^/    harness: /'
     dump_file "$name server" "$PAIR_SERVER_OUT"
     dump_file "$name client" "$PAIR_CLIENT_OUT"
