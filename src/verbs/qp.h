@@ -140,7 +140,7 @@ private:
     bool i_dial() const;
     void start_connect(Lock &lk);
     void on_active_done(transport::MpaHandshake::Result &&r);
-    void adopt_stream(transport::MpaHandshake::Result &&r, Lock &lk);
+    bool adopt_stream(transport::MpaHandshake::Result &&r, Lock &lk);
     void on_stream_lost(Lock &lk, bool peer_error);
     std::vector<uint8_t> build_hello(bool reply, wire::QpHelloStatus st) const;
 

@@ -154,7 +154,7 @@ void Qp::on_passive_connected(transport::MpaHandshake::Result &&r) {
     adopt_stream(std::move(r), lk);
 }
 
-void Qp::adopt_stream(transport::MpaHandshake::Result &&r, Lock &lk) {
+bool Qp::adopt_stream(transport::MpaHandshake::Result &&r, Lock &lk) {
     // The request and the reply agree on both flags (the passive side echoes them).
     const uint16_t peer = r.peer.flags;
     const bool crc = (peer & wire::kMpaFlagCrc) || want_crc();
@@ -172,11 +172,12 @@ void Qp::adopt_stream(transport::MpaHandshake::Result &&r, Lock &lk) {
     if (!transport::ProgressEngine::get().watch(stream_->fd(), shared_from_this(), events)) {
         armed_mask_ = 0;
         stream_.reset();
-        return;
+        return false;
     }
     SR_DEBUG("qp %u: connected to qpn %u (ext=%d crc=%d)", qp_base.qp_num, remote_qpn_, ext_,
              crc);
     progress(lk);
+    return true;
 }
 
 void Qp::set_cm_managed(std::function<void()> hook) {
@@ -193,8 +194,9 @@ int Qp::attach_cm_stream(UniqueFd fd, const wire::MpaFrame &peer) {
     transport::MpaHandshake::Result r;
     r.fd = std::move(fd);
     r.peer = peer;
-    adopt_stream(std::move(r), lk);
-    return stream_ ? 0 : EIO;
+    // The stream may already have died inside (the peer's first message can fail the QP):
+    // the connection was made, and the CM hears of its end through the hook.
+    return adopt_stream(std::move(r), lk) ? 0 : EIO;
 }
 
 void Qp::on_stream_lost(Lock &lk, bool protocol_error) {

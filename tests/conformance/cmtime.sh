@@ -72,7 +72,7 @@ if start_bg "$name" "$port" cmtime -p "$port"; then
             break
         fi
         # Open descriptors of the cmtime process itself (the child of the timeout wrapper).
-        fds+=("$(for c in $(child_pids "$spid"); do ls "/proc/$c/fd" 2>/dev/null | wc -l; done | sort -n | tail -1)")
+        fds+=("$(for c in $(child_pids "$spid"); do find "/proc/$c/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l; done | sort -n | tail -1)")
     done
     if ((${#fds[@]} == 2)) && [[ -n ${fds[0]} && -n ${fds[1]} ]]; then
         if ((fds[1] > fds[0] + 2)); then

@@ -21,13 +21,13 @@ check_resolves_to_ours rdma_xclient.ldd rdma_xclient librdmacm.so.1 libibverbs.s
 
 # cs_case <name> <server prog> <client prog>
 cs_case() {
-    local name=$1 srv=$2 cli=$3 before=$CONF_FAILS
-    run_pair "$name" "$srv" -p @PORT@ -- "$cli" -s 127.0.0.1 -p @PORT@ || return 1
-    expect_grep "$name" "$PAIR_SERVER_OUT" "^$srv: start\$" "server did not print '$srv: start'"
-    expect_grep "$name" "$PAIR_SERVER_OUT" "^$srv: end 0\$" "server did not print '$srv: end 0'"
-    expect_grep "$name" "$PAIR_CLIENT_OUT" "^$cli: start\$" "client did not print '$cli: start'"
-    expect_grep "$name" "$PAIR_CLIENT_OUT" "^$cli: end 0\$" "client did not print '$cli: end 0'"
-    ((CONF_FAILS == before)) && pass "$name: $srv / $cli: both exit 0 and print 'end 0'"
+    local name=$1 sprog=$2 cprog=$3 before=$CONF_FAILS
+    run_pair "$name" "$sprog" -p @PORT@ -- "$cprog" -s 127.0.0.1 -p @PORT@ || return 1
+    expect_grep "$name" "$PAIR_SERVER_OUT" "^$sprog: start\$" "server did not print '$sprog: start'"
+    expect_grep "$name" "$PAIR_SERVER_OUT" "^$sprog: end 0\$" "server did not print '$sprog: end 0'"
+    expect_grep "$name" "$PAIR_CLIENT_OUT" "^$cprog: start\$" "client did not print '$cprog: start'"
+    expect_grep "$name" "$PAIR_CLIENT_OUT" "^$cprog: end 0\$" "client did not print '$cprog: end 0'"
+    ((CONF_FAILS == before)) && pass "$name: $sprog / $cprog: both exit 0 and print 'end 0'"
 }
 
 for run in 1 2 3; do cs_case "rdma_server.$run" rdma_server rdma_client; done

@@ -99,7 +99,7 @@ for which in server client; do
     foreign=$(grep -E '^\.+ ' "$W/$which.H" | awk '{ print $2 }' | grep -E '/(infiniband|rdma)/' |
         while read -r f; do [[ $(readlink -f "$f") == "$(readlink -f "$INC")"/* ]] || echo "$f"; done | sort -u)
     if [[ -n $foreign ]]; then
-        fail "$name: RDMA headers not taken from $INC: $(echo $foreign)"
+        fail "$name: RDMA headers not taken from $INC: $(tr '\n' ' ' <<<"$foreign")"
     fi
     nhdr=$(grep -E '^\.+ ' "$W/$which.H" | awk '{ print $2 }' | grep -cE '/(infiniband|rdma)/')
     # Ours vs Debian's, same file, same flags.

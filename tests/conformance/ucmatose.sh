@@ -18,7 +18,7 @@
 #   4. no listener: a client aimed at a port where nothing listens gets
 #      RDMA_CM_EVENT_REJECTED with status 8 (IB_CM_REJ_INVALID_SERVICE_ID, what a RoCE
 #      port with no listener answers) and exits 8, promptly.
-# (-a ack_timeout exists too; -P ib and -f gid need AF_IB, which softrdma does not provide.)
+# (ucmatose's other options, -b -f -P -C -S -t -a, are not exercised here.)
 . "$(dirname "${BASH_SOURCE[0]}")/lib/lib.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/lib/cm.sh"
 conf_init "$@"

@@ -43,6 +43,11 @@ if [[ $res =~ ^EVENT\ RDMA_CM_EVENT_ADDR_ERROR\ -110\ after\ ([0-9]+)\ ms ]] &&
 else
     echo "FAIL: unanswered neighbour"; fails=$((fails + 1))
 fi
+# No route at all (the namespace has no default route): the call itself fails, ENETUNREACH.
+res=$(ip netns exec "$ns" env LD_LIBRARY_PATH="$libdir" "$probe" resolve 198.51.100.7 400)
+echo "no route: $res"
+[[ $res == "CALL_ERROR 101" ]] && echo "PASS: no route -> ENETUNREACH" ||
+    { echo "FAIL: no route"; fails=$((fails + 1)); }
 res=$(ip netns exec "$ns" env LD_LIBRARY_PATH="$libdir" "$probe" resolve "$ip" 400)
 echo "local: $res"
 [[ $res == "EVENT RDMA_CM_EVENT_ADDR_RESOLVED 0"* ]] && echo "PASS: local address resolves" ||

@@ -133,6 +133,13 @@ TEST(Cm, ConnectAcceptDataAndDisconnectWithPrivateData) {
         PCHECK(rdma_connect(id, &p) == 0);
         rdma_cm_event *ev = wait_event(ch, RDMA_CM_EVENT_ESTABLISHED);
         PCHECK_EQ(ev->param.conn.private_data_len, 196);
+        // The connection's retry counts are the QP's.
+        ibv_qp_attr qa_now;
+        ibv_qp_init_attr ia_now;
+        PCHECK(ibv_query_qp(id->qp, &qa_now, IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY, &ia_now) == 0);
+        PCHECK_EQ(qa_now.qp_state, IBV_QPS_RTS);
+        PCHECK_EQ(qa_now.retry_cnt, 7);
+        PCHECK_EQ(qa_now.rnr_retry, 7);
         PCHECK(std::memcmp(ev->param.conn.private_data, "hello-rep-twenty-byt", 20) == 0);
         rdma_ack_cm_event(ev);
         char buf[64] = "data over the CM";
@@ -522,4 +529,136 @@ TEST(CmLocal, DevicesAndAddrinfo) {
         return 0;
     };
     EXPECT_PAIR_OK(run_pair(body, [](Oob &) { return 0; }));
+}
+
+
+// responder_resources negotiated at accept is what the responder enforces: 0 means no READ.
+TEST(Cm, ReadNeedsResponderResources) {
+    auto server = [](Oob &oob) {
+        rdma_event_channel *ch = rdma_create_event_channel();
+        rdma_cm_id *l = listen_any(ch, oob);
+        rdma_cm_event *ev = wait_event(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+        rdma_cm_id *c = ev->id;
+        rdma_ack_cm_event(ev);
+        ibv_qp_init_attr qa = qp_attr();
+        PCHECK(rdma_create_qp(c, nullptr, &qa) == 0);
+        static char buf[64] = "secret";
+        ibv_mr *mr = ibv_reg_mr(c->pd, buf, sizeof buf,
+                                IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+        uint64_t adv[2] = {uint64_t(uintptr_t(buf)), mr->rkey};
+        rdma_conn_param p{};
+        p.private_data = adv;
+        p.private_data_len = sizeof adv;
+        p.responder_resources = 0;  // this side serves no READs
+        p.initiator_depth = 1;
+        PCHECK(rdma_accept(c, &p) == 0);
+        rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_ESTABLISHED));
+        rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_DISCONNECTED));
+        ibv_dereg_mr(mr);
+        rdma_destroy_qp(c);
+        rdma_destroy_id(c);
+        rdma_destroy_id(l);
+        return 0;
+    };
+    auto client = [](Oob &oob) {
+        rdma_event_channel *ch = rdma_create_event_channel();
+        rdma_cm_id *id = resolved_id(ch, oob.get<uint16_t>());
+        ibv_qp_init_attr qa = qp_attr();
+        PCHECK(rdma_create_qp(id, nullptr, &qa) == 0);
+        rdma_conn_param p{};
+        p.responder_resources = 1;
+        p.initiator_depth = 1;
+        PCHECK(rdma_connect(id, &p) == 0);
+        rdma_cm_event *ev = wait_event(ch, RDMA_CM_EVENT_ESTABLISHED);
+        uint64_t adv[2];
+        std::memcpy(adv, ev->param.conn.private_data, sizeof adv);
+        rdma_ack_cm_event(ev);
+        char buf[64] = {};
+        ibv_mr *mr = rdma_reg_msgs(id, buf, sizeof buf);
+        PCHECK(rdma_post_read(id, nullptr, buf, 6, mr, IBV_SEND_SIGNALED, adv[0],
+                              uint32_t(adv[1])) == 0);
+        ibv_wc wc;
+        PCHECK(rdma_get_send_comp(id, &wc) == 1);
+        PCHECK_EQ(wc.status, IBV_WC_REM_INV_REQ_ERR);
+        PCHECK_EQ(buf[0], 0);
+        rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_DISCONNECTED));  // the responder ended it
+        rdma_dereg_mr(mr);
+        rdma_destroy_qp(id);
+        rdma_destroy_id(id);
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(server, client));
+}
+
+// No QP on the active side: CONNECT_RESPONSE; the application's own QP, driven with
+// rdma_init_qp_attr, then completes the connection with rdma_establish (no event).
+TEST(Cm, ConnectResponseWithApplicationQp) {
+    auto server = [](Oob &oob) {
+        rdma_event_channel *ch = rdma_create_event_channel();
+        rdma_cm_id *l = listen_any(ch, oob);
+        rdma_cm_event *ev = wait_event(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+        rdma_cm_id *c = ev->id;
+        rdma_ack_cm_event(ev);
+        ibv_qp_init_attr qa = qp_attr();
+        PCHECK(rdma_create_qp(c, nullptr, &qa) == 0);
+        char buf[32] = {};
+        ibv_mr *mr = rdma_reg_msgs(c, buf, sizeof buf);
+        PCHECK(rdma_post_recv(c, nullptr, buf, sizeof buf, mr) == 0);
+        PCHECK(rdma_accept(c, nullptr) == 0);
+        rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_ESTABLISHED));
+        ibv_wc wc;
+        PCHECK(rdma_get_recv_comp(c, &wc) == 1);
+        PCHECK(std::strcmp(buf, "own qp") == 0);
+        rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_DISCONNECTED));
+        rdma_dereg_mr(mr);
+        rdma_destroy_qp(c);
+        rdma_destroy_id(c);
+        rdma_destroy_id(l);
+        return 0;
+    };
+    auto client = [](Oob &oob) {
+        rdma_event_channel *ch = rdma_create_event_channel();
+        rdma_cm_id *id = resolved_id(ch, oob.get<uint16_t>());
+        ibv_pd *pd = ibv_alloc_pd(id->verbs);
+        ibv_cq *cq = ibv_create_cq(id->verbs, 8, nullptr, nullptr, 0);
+        ibv_qp_init_attr qa = qp_attr();
+        qa.send_cq = qa.recv_cq = cq;
+        ibv_qp *qp = ibv_create_qp(pd, &qa);
+        PCHECK(pd && cq && qp);
+        PCHECK(rdma_connect(id, nullptr) == 0);
+        rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_CONNECT_RESPONSE));
+        PCHECK(rdma_establish(id) == -1 && errno == EINVAL);  // QP not ready yet
+        for (ibv_qp_state st : {IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS}) {
+            ibv_qp_attr a{};
+            int mask = 0;
+            a.qp_state = st;
+            PCHECK(rdma_init_qp_attr(id, &a, &mask) == 0);
+            PCHECK(ibv_modify_qp(qp, &a, mask) == 0);
+        }
+        PCHECK(rdma_establish(id) == 0);
+        pollfd p{ch->fd, POLLIN, 0};
+        PCHECK_EQ(poll(&p, 1, 100), 0);  // rdma_establish produces no event
+        char buf[32] = "own qp";
+        ibv_mr *mr = ibv_reg_mr(pd, buf, sizeof buf, IBV_ACCESS_LOCAL_WRITE);
+        ibv_sge sge{uint64_t(uintptr_t(buf)), 7, mr->lkey};
+        ibv_send_wr wr{}, *bad;
+        wr.sg_list = &sge;
+        wr.num_sge = 1;
+        wr.opcode = IBV_WR_SEND;
+        wr.send_flags = IBV_SEND_SIGNALED;
+        PCHECK(ibv_post_send(qp, &wr, &bad) == 0);
+        ibv_wc wc;
+        const uint64_t t0 = now_ms();
+        while (ibv_poll_cq(cq, 1, &wc) == 0) PCHECK(now_ms() - t0 < 10000);
+        PCHECK_EQ(wc.status, IBV_WC_SUCCESS);
+        PCHECK(rdma_disconnect(id) == 0);
+        rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_DISCONNECTED));
+        ibv_dereg_mr(mr);
+        ibv_destroy_qp(qp);
+        ibv_destroy_cq(cq);
+        ibv_dealloc_pd(pd);
+        rdma_destroy_id(id);
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(server, client));
 }

@@ -106,20 +106,19 @@ wait_grep() {
 # <client rc> (a reject path, say). Records a FAIL (with both outputs) on any other result;
 # returns 0 when both codes match. Callers check the outputs and record the PASS.
 run_pair_rc() {
-    local name=$1 want_s=$2 want_c=$3 log rc
+    local name=$1 want_s=$2 want_c=$3 log
     shift 3
     log=$CONF_WORK/$name.pair.log
     # run_pair prints its own report and dumps when either side exits non-zero; keep that
     # in a file and show only the command lines, unless the exit codes are not the expected ones.
     CONF_EXPECT_FAIL=1 run_pair "$name" "$@" >"$log" 2>&1
-    rc=$?
-    grep -E '^(-- |NOTE: )' "$log"
+    grep -E '^(-- |NOTE: |FAIL: )' "$log"
     if [[ $PAIR_SERVER_RC == "$want_s" && $PAIR_CLIENT_RC == "$want_c" ]]; then
         return 0
     fi
     fail "$name: expected server exit $want_s and client exit $want_c;" \
         "got server: $(describe_rc "$PAIR_SERVER_RC" "$CONF_PAIR_TIMEOUT") (status $PAIR_SERVER_RC), client: $(describe_rc "$PAIR_CLIENT_RC" "$CONF_PAIR_TIMEOUT") (status $PAIR_CLIENT_RC; above 128 may also be a plain exit code)"
-    grep -E '^(FAIL: |\(expected failure\): )' "$log" | sed 's/^/    harness: /'
+    grep -E '^\(expected failure\): ' "$log" | sed 's/^/    harness: /'
     dump_file "$name server" "$PAIR_SERVER_OUT"
     dump_file "$name client" "$PAIR_CLIENT_OUT"
     return 1
