@@ -3,7 +3,8 @@
 # §10.3 (client), compiled UNCHANGED against softrdma's headers and run on our libraries.
 #
 # The manual is not copied into the repository: it is read at test time from
-# $SOFTRDMA_SEED_MANUAL, or else <repo>/../shared/seeds/004_ec11ffda1d4a737f.txt. If it
+# $SOFTRDMA_SEED_MANUAL, or else <repo>/../shared/seeds/004_ec11ffda1d4a737f.txt (then
+# /work/shared/seeds/, where these machines keep it). If it
 # is missing the test FAILS (it never skips). The two ```c blocks that follow the headings
 # "### 10.2 Complete Server Example" and "### 10.3 Complete Client Example" are extracted
 # with awk, byte for byte.
@@ -36,7 +37,10 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 INC=$REPO/include
 SEED_DIR=$HERE/seed
+# The project's shared folder sits next to the checkout; a clone elsewhere finds it at its
+# fixed place on these machines.
 MANUAL=${SOFTRDMA_SEED_MANUAL:-$REPO/../shared/seeds/004_ec11ffda1d4a737f.txt}
+[[ -n ${SOFTRDMA_SEED_MANUAL:-} || -r $MANUAL ]] || MANUAL=/work/shared/seeds/004_ec11ffda1d4a737f.txt
 SEED_PORT=20000 # the server example's "#define PORT 20000"
 
 if [[ ! -r $MANUAL ]]; then
