@@ -155,36 +155,41 @@ bool Qp::place_send(const wire::SegmentHeader &h, transport::Placement &p) {
                 return true;
             }
             cur_recv_error_ = true;  // UC: the message is lost
-            recv_active_ = true;
-            return true;
         }
         recv_active_ = true;
     } else if (h.msn != cur_recv_msn_ || h.mo != cur_recv_len_) {
         return false;
     }
+    // Every segment of the message moves the offset, placed or not (UC drops keep the
+    // stream's accounting intact).
+    const uint64_t mo = h.mo;
+    cur_recv_len_ += h.payload_len;
     if (cur_recv_error_) return true;
-    if (uint64_t(h.mo) + h.payload_len > cur_recv_.total_len) {
+    const bool rc = qp_base.qp_type == IBV_QPT_RC;
+    if (mo + h.payload_len > cur_recv_.total_len) {
         complete_recv(cur_recv_, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0, 0, 0, false);
-        cur_recv_error_ = true;
-        recv_active_ = false;
-        responder_fail(wire::NakCode::kInvalidRequest, wire::kTermEtypeRemoteOperation,
-                       wire::kTermEcodeCatastrophic);
-        if (qp_base.qp_type == IBV_QPT_UC) recv_active_ = !h.last;
+        cur_recv_error_ = true;  // UC: the rest is dropped; the message still counts
+        if (rc) {
+            recv_active_ = false;
+            responder_fail(wire::NakCode::kInvalidRequest, wire::kTermEtypeRemoteOperation,
+                           wire::kTermEcodeCatastrophic);
+        }
         return true;
     }
     int cnt = 0;
-    if (!sge_iov(cur_recv_sges_.data(), cur_recv_.num_sge, h.mo, h.payload_len, p.iov.data(), cnt,
+    if (!sge_iov(cur_recv_sges_.data(), cur_recv_.num_sge, mo, h.payload_len, p.iov.data(), cnt,
                  transport::kMaxPlacementIov, IBV_ACCESS_LOCAL_WRITE)) {
         complete_recv(cur_recv_, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, 0, 0, false);
         cur_recv_error_ = true;
-        recv_active_ = false;
-        responder_fail(wire::NakCode::kRemoteOperation, wire::kTermEtypeRemoteOperation,
-                       wire::kTermEcodeCatastrophic);
+        if (rc) {
+            recv_active_ = false;
+            responder_fail(wire::NakCode::kRemoteOperation, wire::kTermEtypeRemoteOperation,
+                           wire::kTermEcodeCatastrophic);
+        }
         return true;
     }
     p.kind = transport::Placement::Kind::kIov;
     p.iovcnt = cnt;
-    cur_recv_len_ += h.payload_len;
     return true;
 }
 

@@ -451,3 +451,47 @@ TEST(UcOps, SendAndWrite) {
     };
     EXPECT_PAIR_OK(run_pair(sender, receiver));
 }
+
+// UC drops what it cannot deliver, silently for the sender, and the stream goes on: a
+// multi-segment message with no receive posted, then one too long for its buffer, then one
+// that fits.
+TEST(UcOps, DropsKeepTheStreamInStep) {
+    auto sender = [](Oob &oob) {
+        EpOptions o;
+        o.type = IBV_QPT_UC;
+        Endpoint ep(o);
+        ep.exchange_and_connect(oob);
+        fill(ep.buf, 200000, 4);
+        PCHECK(ep.post(IBV_WR_SEND, 1, 0, 200000) == 0);  // no receive posted: dropped
+        PCHECK_EQ(ep.wait_wc().status, IBV_WC_SUCCESS);
+        oob.barrier();  // now the receiver posts a 1 KiB buffer and a 256 KiB one
+        oob.barrier();
+        PCHECK(ep.post(IBV_WR_SEND, 2, 0, 70000) == 0);  // too long for 1 KiB
+        PCHECK_EQ(ep.wait_wc().status, IBV_WC_SUCCESS);
+        PCHECK(ep.post(IBV_WR_SEND, 3, 0, 100000) == 0);  // fits
+        PCHECK_EQ(ep.wait_wc().status, IBV_WC_SUCCESS);
+        oob.barrier();
+        return 0;
+    };
+    auto receiver = [](Oob &oob) {
+        EpOptions o;
+        o.type = IBV_QPT_UC;
+        Endpoint ep(o);
+        ep.exchange_and_connect(oob);
+        oob.barrier();
+        ep.post_recv(10, 0, 1024);
+        ep.post_recv(11, 4096, 256 * 1024);
+        oob.barrier();
+        ibv_wc wc = ep.wait_wc();
+        PCHECK_EQ(wc.wr_id, 10u);
+        PCHECK_EQ(wc.status, IBV_WC_LOC_LEN_ERR);
+        wc = ep.wait_wc();
+        PCHECK_EQ(wc.wr_id, 11u);
+        PCHECK_EQ(wc.status, IBV_WC_SUCCESS);
+        PCHECK_EQ(wc.byte_len, 100000u);
+        PCHECK(check(ep.buf + 4096, 100000, 4));
+        oob.barrier();
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(sender, receiver));
+}
