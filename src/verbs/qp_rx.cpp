@@ -172,7 +172,7 @@ bool Qp::place_send(const wire::SegmentHeader &h, transport::Placement &p) {
         if (rc) {
             recv_active_ = false;
             responder_fail(wire::NakCode::kInvalidRequest, wire::kTermEtypeRemoteOperation,
-                           wire::kTermEcodeCatastrophic);
+                           wire::kTermEcodeUnspecified);
         }
         return true;
     }
@@ -184,7 +184,7 @@ bool Qp::place_send(const wire::SegmentHeader &h, transport::Placement &p) {
         if (rc) {
             recv_active_ = false;
             responder_fail(wire::NakCode::kRemoteOperation, wire::kTermEtypeRemoteOperation,
-                           wire::kTermEcodeCatastrophic);
+                           wire::kTermEcodeUnspecified);
         }
         return true;
     }
@@ -215,7 +215,7 @@ bool Qp::handle_read_request(std::span<const uint8_t> payload) {
     const wire::ReadRequest r = wire::decode_read_request(payload.data());
     if (resp_count_ >= attr_.max_dest_rd_atomic || resp_count_ >= responses_.size()) {
         responder_fail(wire::NakCode::kInvalidRequest, wire::kTermEtypeRemoteOperation,
-                       wire::kTermEcodeCatastrophic);
+                       wire::kTermEcodeUnspecified);
         return true;
     }
     MemView v{nullptr};
@@ -249,14 +249,14 @@ bool Qp::handle_atomic_request(const wire::SegmentHeader &h, std::span<const uin
     if (!wire::decode_atomic_request(payload.data(), r)) return false;
     if (resp_count_ >= attr_.max_dest_rd_atomic || resp_count_ >= responses_.size()) {
         responder_fail(wire::NakCode::kInvalidRequest, wire::kTermEtypeRemoteOperation,
-                       wire::kTermEcodeCatastrophic);
+                       wire::kTermEcodeUnspecified);
         return true;
     }
     MemView v;
     KeyCheck kc = KeyCheck::kAccess;
     if ((r.to & 7) != 0) {
         responder_fail(wire::NakCode::kInvalidRequest, wire::kTermEtypeRemoteOperation,
-                       wire::kTermEcodeCatastrophic);
+                       wire::kTermEcodeUnspecified);
         return true;
     }
     if (access_ & IBV_ACCESS_REMOTE_ATOMIC)

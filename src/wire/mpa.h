@@ -20,7 +20,7 @@ enum : uint16_t {
     kMpaFlagReject = 0x2000,
     kMpaFlagEnhanced = 0x1000,
     // Reserved by RFC 5044; siw uses 0x0800. We claim 0x0400 to say "I speak the softrdma
-    // extensions" (docs/wire.md §4). A peer that does not set it gets plain RDMAP.
+    // extensions" (docs/wire.md §1.3, §2.2). A peer that does not set it gets plain RDMAP.
     kMpaFlagSoftrdmaExt = 0x0400,
 };
 
@@ -53,8 +53,8 @@ struct MpaDecodeResult {
 
 std::vector<uint8_t> encode_mpa_frame(const MpaFrame &f);
 
-// `expect_reply` selects which key is legal. Rejects markers-on frames only at the policy
-// layer, not here: the codec reports what it saw.
+// `expect_reply` selects which key is legal. The codec reports the flags it saw; markers are
+// never used by us (a peer asking for them still gets a marker-less stream).
 MpaDecodeResult decode_mpa_frame(std::span<const uint8_t> in, bool expect_reply, MpaFrame &out);
 
 }  // namespace softrdma::wire

@@ -151,14 +151,14 @@ TerminatePayload decode_terminate(const uint8_t *in);
 
 // RDMAP error types / codes we emit (RFC 5040 §7).
 enum : uint8_t {
-    kTermEtypeProtection = 0x0,  // RDMAP layer: local catastrophic = 0, protection error = 1 ...
-    kTermEtypeRemoteProtection = 0x1,
+    kTermEtypeRemoteProtection = 0x1,  // RDMAP error types: 0 local catastrophic, 1 remote
+                                       // protection, 2 remote operation
     kTermEtypeRemoteOperation = 0x2,
     kTermEcodeInvalidStag = 0x00,
     kTermEcodeBaseBounds = 0x01,
     kTermEcodeAccessRights = 0x02,
     kTermEcodeInvalidOpcode = 0x06,
-    kTermEcodeCatastrophic = 0xff,
+    kTermEcodeUnspecified = 0xff,  // "unspecified error" (RFC 5040 / siw)
 };
 
 }  // namespace softrdma::wire

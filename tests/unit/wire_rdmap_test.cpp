@@ -447,7 +447,7 @@ TEST(RdmapPayload, TerminateCodesMatchRfc5040) {
     EXPECT_EQ(int(kTermEcodeBaseBounds), 0x01);
     EXPECT_EQ(int(kTermEcodeAccessRights), 0x02);
     EXPECT_EQ(int(kTermEcodeInvalidOpcode), 0x06);  // RDMAP_ECODE_OPCODE; 0x02 = access rights
-    EXPECT_EQ(int(kTermEcodeCatastrophic), 0xFF);
+    EXPECT_EQ(int(kTermEcodeUnspecified), 0xFF);
 }
 
 }  // namespace
