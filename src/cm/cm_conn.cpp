@@ -12,6 +12,7 @@
 #include "cm/cm_api.h"
 #include "cm/cm_id.h"
 #include "common/clock.h"
+#include "common/log.h"
 #include "transport/progress_engine.h"
 #include "verbs/context.h"
 #include "verbs/qp.h"
@@ -43,7 +44,9 @@ bool want_crc() {
     return v && std::strcmp(v, "1") == 0;
 }
 
-uint8_t clamp_rd(uint8_t v) { return std::min<uint8_t>(v, verbs::kMaxRdAtomic); }
+uint8_t clamp_rd(uint8_t v) {
+    return std::min<uint8_t>(v, verbs::kMaxRdAtomic);
+}
 
 constexpr uint64_t kRefusedGraceNs = 1'000'000'000;  // re-dial a refused connect this long
 constexpr uint64_t kRedialDelayNs = 5'000'000;
@@ -117,7 +120,9 @@ std::vector<uint8_t> mpa_frame(bool reply, bool reject, const wire::MpaFrame *re
     if (reject) f.flags |= wire::kMpaFlagReject;
     f.ird = ird;
     f.ord = ord;
-    if (len) f.private_data.assign(static_cast<const uint8_t *>(pd), static_cast<const uint8_t *>(pd) + len);
+    if (len)
+        f.private_data.assign(static_cast<const uint8_t *>(pd),
+                              static_cast<const uint8_t *>(pd) + len);
     return wire::encode_mpa_frame(f);
 }
 
@@ -126,14 +131,14 @@ std::vector<uint8_t> mpa_frame(bool reply, bool reject, const wire::MpaFrame *re
 // ---------------------------------------------------------------------------- listen
 
 class Listener : public transport::Pollable, public std::enable_shared_from_this<Listener> {
-public:
+  public:
     explicit Listener(std::weak_ptr<CmId> id) : id_(std::move(id)) {}
     void on_io(uint32_t) override;
     void rearm(int fd) {
         transport::ProgressEngine::get().rearm(fd, shared_from_this(), EPOLLIN | EPOLLONESHOT);
     }
 
-private:
+  private:
     void on_request(const std::shared_ptr<CmId> &lid, UniqueFd fd);
     std::weak_ptr<CmId> id_;
 };
@@ -202,8 +207,10 @@ void Listener::on_request(const std::shared_ptr<CmId> &lid, UniqueFd fd) {
         c->peer_frame = req;
         c->handshake = hs.shared_from_this();  // before the application can see the request
         // Seen from the receiver: the peer's ORD is what we must serve, its IRD what we may use.
-        c->conn.responder_resources = uint8_t(std::min<uint16_t>(req.ord & wire::kMpaV2IrdOrdMask, 255));
-        c->conn.initiator_depth = uint8_t(std::min<uint16_t>(req.ird & wire::kMpaV2IrdOrdMask, 255));
+        c->conn.responder_resources =
+            uint8_t(std::min<uint16_t>(req.ord & wire::kMpaV2IrdOrdMask, 255));
+        c->conn.initiator_depth =
+            uint8_t(std::min<uint16_t>(req.ird & wire::kMpaV2IrdOrdMask, 255));
         c->conn.retry_count = 7;
         c->conn.rnr_retry_count = 7;
         c->set_state(State::kConnect);
@@ -231,8 +238,7 @@ void Listener::on_request(const std::shared_ptr<CmId> &lid, UniqueFd fd) {
         c->established = true;
         c->post_event(RDMA_CM_EVENT_ESTABLISHED, 0);
     };
-    transport::MpaHandshake::start_passive(std::move(fd), decide, now_ns() + cm_timeout_ns(),
-                                           done);
+    transport::MpaHandshake::start_passive(std::move(fd), decide, now_ns() + cm_timeout_ns(), done);
 }
 
 void release_listener(CmId &id) {
@@ -278,8 +284,7 @@ int listen(rdma_cm_id *raw, int backlog) {
     id.backlog = backlog > 0 && backlog < 1024 ? backlog : 1024;
     if (::listen(id.sock.get(), id.backlog) != 0) return -1;
     id.listener = std::make_shared<Listener>(id.weak_from_this());
-    if (!transport::ProgressEngine::get().watch(id.sock.get(), id.listener,
-                                                EPOLLIN | EPOLLONESHOT))
+    if (!transport::ProgressEngine::get().watch(id.sock.get(), id.listener, EPOLLIN | EPOLLONESHOT))
         return -1;
     id.set_state(State::kListen);
     return 0;
@@ -349,8 +354,10 @@ int dial(CmId &id) {
                           kAcceptPrivateData);
             return;
         }
-        if (ready_qp(*c) != 0 ||
-            verbs::Qp::from(c->qp)->attach_cm_stream(std::move(r.fd), r.peer) != 0) {
+        int e = ready_qp(*c);
+        if (!e) e = verbs::Qp::from(c->qp)->attach_cm_stream(std::move(r.fd), r.peer);
+        if (e) {
+            SR_DEBUG("cm: connected, but the QP could not take the connection (errno %d)", e);
             c->post_event(RDMA_CM_EVENT_CONNECT_ERROR, -EIO);
             qp_to_error(*c);
             return;
@@ -359,7 +366,7 @@ int dial(CmId &id) {
         c->post_event(RDMA_CM_EVENT_ESTABLISHED, 0, pd.data(), pd.size(), kAcceptPrivateData);
     };
     id.handshake = transport::MpaHandshake::start_active(std::move(id.sock), std::move(req),
-                                                          now_ns() + cm_timeout_ns(), done);
+                                                         now_ns() + cm_timeout_ns(), done);
     return 0;
 }
 

@@ -80,6 +80,7 @@ int Listener::take_slot(const std::shared_ptr<QpAcceptor> &qp) {
     std::lock_guard lk(mu_);
     for (uint32_t i = 0; i < kSlotsPerListener; ++i) {
         const uint32_t s = (next_ + i) % kSlotsPerListener;
+        if (s == kUdSlot) continue;  // UD QPNs are UDP port << 8 | 0xff
         if (!used_[s]) {
             used_[s] = true;
             slots_[s] = qp;

@@ -22,6 +22,9 @@ public:
 };
 
 constexpr uint32_t kSlotsPerListener = 256;
+// Slot 0xff is never handed out by a listener: QPN port << 8 | 0xff names the UD QP whose UDP
+// socket has that port (TCP and UDP ports are separate spaces; the slot keeps QPNs unique).
+constexpr uint32_t kUdSlot = 0xff;
 
 inline uint16_t qpn_port(uint32_t qpn) { return uint16_t(qpn >> 8); }
 

@@ -25,14 +25,13 @@ uint64_t guid_from(const uint8_t mac[6], const std::string &ifname) {
                uint64_t(mac[4]) << 8 | mac[5];
     }
     // No MAC (loopback): a stable locally administered id from the name.
-    return 0x0200000000000000ull | (std::hash<std::string>{}("softrdma:" + ifname) &
-                                    0x00ffffffffffffffull);
+    return 0x0200000000000000ull |
+           (std::hash<std::string>{}("softrdma:" + ifname) & 0x00ffffffffffffffull);
 }
 
 }  // namespace
 
-bool gid_to_sockaddr(const uint8_t gid[16], uint16_t port, sockaddr_storage &out,
-                     socklen_t &len) {
+bool gid_to_sockaddr(const uint8_t gid[16], uint16_t port, sockaddr_storage &out, socklen_t &len) {
     static const uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
     std::memset(&out, 0, sizeof out);
     if (std::memcmp(gid, kMapped, 12) == 0) {
@@ -54,7 +53,10 @@ bool gid_to_sockaddr(const uint8_t gid[16], uint16_t port, sockaddr_storage &out
 }
 
 Device::Device(const std::string &ifname, int ifindex, bool loopback, const uint8_t mac[6])
-    : ibv_device{}, ifname_(ifname), ifindex_(ifindex), loopback_(loopback),
+    : ibv_device{},
+      ifname_(ifname),
+      ifindex_(ifindex),
+      loopback_(loopback),
       guid_(guid_from(mac, ifname)) {
     node_type = IBV_NODE_CA;
     transport_type = IBV_TRANSPORT_IB;
@@ -116,12 +118,10 @@ std::vector<Device *> scan_devices() {
             Gid g{};
             if (fam == AF_INET) {
                 g.raw[10] = g.raw[11] = 0xff;
-                std::memcpy(g.raw + 12, &reinterpret_cast<sockaddr_in *>(p->ifa_addr)->sin_addr,
-                            4);
+                std::memcpy(g.raw + 12, &reinterpret_cast<sockaddr_in *>(p->ifa_addr)->sin_addr, 4);
                 f.v4.push_back(g);
             } else {
-                std::memcpy(g.raw, &reinterpret_cast<sockaddr_in6 *>(p->ifa_addr)->sin6_addr,
-                            16);
+                std::memcpy(g.raw, &reinterpret_cast<sockaddr_in6 *>(p->ifa_addr)->sin6_addr, 16);
                 f.v6.push_back(g);
             }
         }
@@ -134,7 +134,14 @@ std::vector<Device *> scan_devices() {
     });
 
     std::lock_guard lk(g_mu);
-    for (auto &d : g_devices) d->set_gids({});
+    // Each table is replaced in one step: a thread reading a GID meanwhile (another id
+    // connecting) must never see an emptied table.
+    for (auto &d : g_devices) {
+        bool present = false;
+        for (auto &f : found)
+            present = present || (f.name == d->ifname() && !(f.v4.empty() && f.v6.empty()));
+        if (!present) d->set_gids({});
+    }
     for (auto &f : found) {
         if (f.v4.empty() && f.v6.empty()) continue;
         // IPv4 addresses first so that GID index 0 is the one programs expect on RoCE v2.

@@ -21,7 +21,9 @@
 
 namespace softrdma::verbs {
 
-uint32_t sq_slot(const Qp &qp, uint32_t i) { return (qp.sq_head_ + i) % uint32_t(qp.sq_.size()); }
+uint32_t sq_slot(const Qp &qp, uint32_t i) {
+    return (qp.sq_head_ + i) % uint32_t(qp.sq_.size());
+}
 
 namespace {
 
@@ -106,7 +108,7 @@ std::shared_ptr<Qp> Qp::create(Context *ctx, ibv_qp_init_attr_ex &a, int &err) {
         return nullptr;
     }
     const long long type = enum_value(a.qp_type);
-    if (type != IBV_QPT_RC && type != IBV_QPT_UC) {
+    if (type != IBV_QPT_RC && type != IBV_QPT_UC && type != IBV_QPT_UD) {
         err = EOPNOTSUPP;
         return nullptr;
     }
@@ -133,12 +135,20 @@ std::shared_ptr<Qp> Qp::create(Context *ctx, ibv_qp_init_attr_ex &a, int &err) {
         c.max_recv_sge = std::max(c.max_recv_sge, 1u);
     }
     auto qp = std::make_shared<Qp>(ctx, a);
-    const uint32_t qpn = transport::register_qp(qp);
-    if (!qpn) {
-        err = errno ? errno : ENOMEM;
-        return nullptr;
+    if (type == IBV_QPT_UD) {
+        if ((err = qp->ud_open()) != 0) return nullptr;
+        if (!qp->ud_watch()) {
+            err = errno ? errno : ENOMEM;
+            return nullptr;
+        }
+    } else {
+        const uint32_t qpn = transport::register_qp(qp);
+        if (!qpn) {
+            err = errno ? errno : ENOMEM;
+            return nullptr;
+        }
+        qp->qp_base.qp_num = qpn;
     }
-    qp->qp_base.qp_num = qpn;
     if (a.comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) install_wr_api(*qp, a.send_ops_flags);
     qp->pd_->users.fetch_add(1);
     qp->scq_->add_user();
@@ -161,9 +171,19 @@ void Qp::shutdown() {
             stream_.reset();
         }
         hs = std::move(handshake_);
+        if (ud_fd_) {
+            transport::ProgressEngine::get().unwatch(ud_fd_.get());
+            const UdDrops &d = ud_drops_;
+            SR_DEBUG(
+                "qp %u: UD datagrams dropped: no receive %llu, Q_Key %llu, malformed %llu, "
+                "not ready %llu, send failed %llu, socket full %u",
+                qp_base.qp_num, (unsigned long long)d.no_recv, (unsigned long long)d.qkey,
+                (unsigned long long)d.malformed, (unsigned long long)d.not_ready,
+                (unsigned long long)d.send_failed, d.socket_full);
+        }
     }
     if (hs) hs->cancel();
-    transport::unregister_qp(qp_base.qp_num);
+    if (qp_base.qp_type != IBV_QPT_UD) transport::unregister_qp(qp_base.qp_num);
     while (callbacks_.load()) std::this_thread::yield();  // engine callbacks drain
     scq_->detach(this);
     rcq_->detach(this);
@@ -194,16 +214,15 @@ int Qp::modify(ibv_qp_attr *a, int mask) {
     if ((mask & IBV_QP_PATH_MIG_STATE) && enum_value(a->path_mig_state) > IBV_MIG_ARMED)
         return EINVAL;
     if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) && a->max_rd_atomic > kMaxRdAtomic) return EINVAL;
-    if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && a->max_dest_rd_atomic > kMaxRdAtomic)
-        return EINVAL;
+    if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && a->max_dest_rd_atomic > kMaxRdAtomic) return EINVAL;
     if ((mask & IBV_QP_TIMEOUT) && a->timeout > 31) return EINVAL;
     if ((mask & IBV_QP_RETRY_CNT) && a->retry_cnt > 7) return EINVAL;
     if ((mask & IBV_QP_RNR_RETRY) && a->rnr_retry > 7) return EINVAL;
     if ((mask & IBV_QP_MIN_RNR_TIMER) && a->min_rnr_timer > 31) return EINVAL;
     if ((mask & IBV_QP_ACCESS_FLAGS) &&
-        (a->qp_access_flags & ~(IBV_ACCESS_LOCAL_WRITE | kRemoteAccessMask |
-                                IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED |
-                                IBV_ACCESS_ON_DEMAND | IBV_ACCESS_RELAXED_ORDERING)))
+        (a->qp_access_flags &
+         ~(IBV_ACCESS_LOCAL_WRITE | kRemoteAccessMask | IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED |
+           IBV_ACCESS_ON_DEMAND | IBV_ACCESS_RELAXED_ORDERING)))
         return EINVAL;
     if (mask & IBV_QP_AV) {
         // RoCE: the address vector must carry a GRH naming one of our GIDs.
@@ -296,7 +315,8 @@ int Qp::modify(ibv_qp_attr *a, int mask) {
             progress(lk);
             break;
         case IBV_QPS_SQD:
-            if (sq_tx_ == sq_count_ && attr_.en_sqd_async_notify) report_async(IBV_EVENT_SQ_DRAINED);
+            if (sq_tx_ == sq_count_ && attr_.en_sqd_async_notify)
+                report_async(IBV_EVENT_SQ_DRAINED);
             break;
         default:
             break;
@@ -421,16 +441,29 @@ int Qp::post_send(ibv_send_wr *wr, ibv_send_wr **bad) {
         if (bad) *bad = wr;
         return EINVAL;
     }
+    if (qp_base.qp_type == IBV_QPT_UD && st != IBV_QPS_ERR) {
+        for (; wr; wr = wr->next) {
+            if (int e = ud_post_one(*wr)) {
+                if (bad) *bad = wr;
+                return e;
+            }
+        }
+        return 0;
+    }
     for (; wr; wr = wr->next) {
         if (int e = post_one_send(*wr, lk)) {
             if (bad) *bad = wr;
-            if (st == IBV_QPS_ERR) flush_all(lk);
-            else progress(lk);
+            if (st == IBV_QPS_ERR)
+                flush_all(lk);
+            else
+                progress(lk);
             return e;
         }
     }
-    if (st == IBV_QPS_ERR) flush_all(lk);
-    else progress(lk);
+    if (st == IBV_QPS_ERR)
+        flush_all(lk);
+    else
+        progress(lk);
     return 0;
 }
 
@@ -561,7 +594,7 @@ void Qp::report_async(ibv_event_type t) {
 // ------------------------------------------------------------------------------- progress
 
 uint64_t Qp::retry_budget_ns() const {
-    if (attr_.timeout == 0) return 0;  // 0 = wait forever
+    if (attr_.timeout == 0) return 0;             // 0 = wait forever
     const uint64_t t = 4096ull << attr_.timeout;  // 4.096 us * 2^timeout, in ns
     return t * (uint64_t(attr_.retry_cnt) + 1);
 }
@@ -569,6 +602,12 @@ uint64_t Qp::retry_budget_ns() const {
 void Qp::progress(Lock &lk, bool rx) {
     if (destroyed_) return;
     const ibv_qp_state st = qp_base.state;
+    if (qp_base.qp_type == IBV_QPT_UD) {
+        // Drain in every state: datagrams for a QP not yet in RTR are dropped, as on hardware.
+        if (rx) ud_progress(lk);
+        update_interest(lk);
+        return;
+    }
     if (st == IBV_QPS_RESET || st == IBV_QPS_INIT || st == IBV_QPS_ERR) return;
     if (!stream_) {
         if (!connecting_ && i_dial() && now_ns() >= next_dial_ns_) start_connect(lk);
@@ -604,20 +643,21 @@ bool Qp::poller_active() const {
 // this QP's CQs: a poller drives the QP itself, and an engine thread that took the QP lock
 // and was then preempted would stall it for a whole time slice.
 void Qp::update_interest(Lock &) {
-    if (!stream_ || destroyed_) return;
+    const int fd = stream_ ? stream_->fd() : ud_fd_.get();
+    if (fd < 0 || destroyed_) return;
     if (poller_active()) {
         if (armed_mask_) return;  // an event will come; the engine stands down then
         arm_timer_at(now_ns() + kPollerWindowNs);
         return;
     }
     const uint32_t want =
-        EPOLLIN | EPOLLRDHUP | EPOLLONESHOT | (tx_blocked_ ? uint32_t(EPOLLOUT) : 0u);
+        stream_ ? EPOLLIN | EPOLLRDHUP | EPOLLONESHOT | (tx_blocked_ ? uint32_t(EPOLLOUT) : 0u)
+                : EPOLLIN | EPOLLONESHOT;
     if (armed_mask_ == want) return;
     // Publish before arming: the event may fire (and on_io clear the mask) before
     // epoll_ctl even returns.
     armed_mask_ = want;
-    if (!transport::ProgressEngine::get().rearm(stream_->fd(), shared_from_this(), want))
-        armed_mask_ = 0;
+    if (!transport::ProgressEngine::get().rearm(fd, shared_from_this(), want)) armed_mask_ = 0;
 }
 
 void Qp::progress_from_poller() {

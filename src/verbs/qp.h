@@ -4,12 +4,14 @@
 // transmission), qp_rx.cpp (placement and completion of incoming segments).
 #pragma once
 #include <infiniband/verbs.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <vector>
 
 #include "transport/fpdu_stream.h"
@@ -41,8 +43,8 @@ struct SendWqe {
     // Protocol progress.
     uint32_t first_seq = 0, last_seq = 0;  // request sequence numbers this WQE used
     uint32_t send_msn = 0, read_msn = 0;   // MSN counters before this WQE (for replays)
-    bool queued = false;  // every segment handed to the stream
-    bool done = false;    // nothing more to wait for
+    bool queued = false;                   // every segment handed to the stream
+    bool done = false;                     // nothing more to wait for
     ibv_wc_status status = IBV_WC_SUCCESS;
     uint64_t received = 0;  // READ response bytes placed
     uint8_t rnr_left = 0;
@@ -66,14 +68,12 @@ class Qp : public ibv_qp_ex,
            public transport::QpAcceptor,
            public transport::StreamHandler,
            public std::enable_shared_from_this<Qp> {
-public:
+  public:
     using Lock = std::unique_lock<std::mutex>;
     static std::shared_ptr<Qp> create(Context *ctx, ibv_qp_init_attr_ex &attr, int &err);
     Qp(Context *ctx, const ibv_qp_init_attr_ex &attr);
     ~Qp() override;
-    static Qp *from(ibv_qp *q) {
-        return static_cast<Qp *>(reinterpret_cast<ibv_qp_ex *>(q));
-    }
+    static Qp *from(ibv_qp *q) { return static_cast<Qp *>(reinterpret_cast<ibv_qp_ex *>(q)); }
     ibv_qp *qp() { return &qp_base; }
 
     int modify(ibv_qp_attr *attr, int mask);
@@ -116,7 +116,7 @@ public:
     void wr_set_sges(const ibv_sge *sg, size_t n, bool inline_data);
     int wr_finish(bool commit);
 
-private:
+  private:
     friend class QpTestPeer;
 
     // qp.cpp
@@ -168,7 +168,14 @@ private:
     void request_executed();
     bool take_recv(RecvWqe &out);
 
-public:
+    // qp_ud.cpp
+    int ud_open();
+    bool ud_watch();
+    int ud_post_one(const ibv_send_wr &wr);
+    void ud_progress(Lock &lk);
+    void ud_deliver(std::span<const uint8_t> dgram, const sockaddr *from);
+
+  public:
     // Everything below is guarded by mu_.
     std::mutex mu_;
     Context *ctx_;
@@ -206,14 +213,14 @@ public:
     std::vector<Sge> sq_sges_;
     std::vector<uint8_t> sq_inline_;
     uint32_t sq_head_ = 0, sq_count_ = 0, sq_tx_ = 0;  // tx_ counts from head
-    uint64_t tx_off_ = 0;  // bytes of the current WQE already segmented
+    uint64_t tx_off_ = 0;                              // bytes of the current WQE already segmented
     RecvQueue rq_;
     std::vector<Sge> recv_scratch_sges_;
 
     // Protocol state.
     std::unique_ptr<transport::FpduStream> stream_;
     std::shared_ptr<transport::MpaHandshake> handshake_;
-    bool ext_ = false;            // both ends speak the softrdma extensions
+    bool ext_ = false;  // both ends speak the softrdma extensions
     bool connecting_ = false;
     bool tx_blocked_ = false;
     uint64_t next_dial_ns_ = 0;
@@ -222,15 +229,15 @@ public:
     static constexpr uint32_t kDefaultIrd = 16;
 
     // Requester.
-    uint32_t next_seq_ = 1;        // sequence number of the next request message
+    uint32_t next_seq_ = 1;  // sequence number of the next request message
     uint32_t send_msn_ = 1, read_msn_ = 1, atomic_msn_ = 1;
     uint32_t acked_seq_ = 0;
-    uint32_t rd_outstanding_ = 0;  // READs + atomics in flight
-    uint64_t last_progress_ns_ = 0;  // last ACK/response while requests were outstanding
-    std::atomic<uint64_t> timer_at_{0};  // deadline of the engine timer we have pending
+    uint32_t rd_outstanding_ = 0;          // READs + atomics in flight
+    uint64_t last_progress_ns_ = 0;        // last ACK/response while requests were outstanding
+    std::atomic<uint64_t> timer_at_{0};    // deadline of the engine timer we have pending
     std::atomic<uint32_t> armed_mask_{0};  // epoll events the engine is watching for us
     static constexpr uint64_t kPollerWindowNs = 1'000'000;
-    bool tx_imm_stage_ = false;      // WRITE WITH IMM: data queued, immediate not yet
+    bool tx_imm_stage_ = false;  // WRITE WITH IMM: data queued, immediate not yet
     bool rnr_wait_ = false;
     uint64_t rnr_resume_ns_ = 0;
     uint32_t resync_seq_ = 0;
@@ -258,6 +265,15 @@ public:
     std::vector<ControlMsg> ctrl_;
     bool term_pending_ = false;
     uint8_t term_etype_ = 0, term_ecode_ = 0;
+
+    // UD: one UDP socket per QP, datagrams land in ud_buf_ before they are checked.
+    UniqueFd ud_fd_;
+    std::vector<uint8_t> ud_buf_;
+    // Datagrams lost, by cause (reported under SOFTRDMA_DEBUG when the QP is destroyed).
+    struct UdDrops {
+        uint64_t no_recv = 0, qkey = 0, malformed = 0, not_ready = 0, send_failed = 0;
+        uint32_t socket_full = 0;  // the kernel's SO_RXQ_OVFL counter
+    } ud_drops_;
 
     // ibv_wr_* builder.
     uint32_t wr_start_count_ = 0;

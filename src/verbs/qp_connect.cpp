@@ -29,7 +29,7 @@ bool want_crc() {
 }  // namespace
 
 bool Qp::i_dial() const {
-    if (cm_managed_) return false;  // the CM connects this QP
+    if (cm_managed_ || qp_base.qp_type == IBV_QPT_UD) return false;  // nothing to dial
     const auto gids = ctx_->dev()->gids();
     const uint8_t idx = attr_.ah_attr.grh.sgid_index;
     if (idx >= gids.size()) return false;
@@ -50,7 +50,8 @@ std::vector<uint8_t> Qp::build_hello(bool reply, wire::QpHelloStatus st) const {
     std::memcpy(h.dst_gid, remote_gid_, 16);
     wire::MpaFrame f;
     f.reply = reply;
-    f.flags = wire::kMpaFlagEnhanced | wire::kMpaFlagSoftrdmaExt | (want_crc() ? wire::kMpaFlagCrc : 0);
+    f.flags =
+        wire::kMpaFlagEnhanced | wire::kMpaFlagSoftrdmaExt | (want_crc() ? wire::kMpaFlagCrc : 0);
     f.ird = uint16_t(attr_.max_dest_rd_atomic);
     f.ord = uint16_t(attr_.max_rd_atomic);
     f.private_data.resize(wire::kQpHelloLen);
@@ -73,11 +74,12 @@ void Qp::start_connect(Lock &lk) {
     auto request = build_hello(false, wire::QpHelloStatus::kRequest);
     std::weak_ptr<Qp> self = shared_from_this();
     lk.unlock();
-    auto hs = transport::MpaHandshake::start_active(
-        std::move(fd), std::move(request), now_ns() + kHandshakeTimeoutNs,
-        [self](transport::MpaHandshake::Result &&r) {
-            if (auto qp = self.lock()) qp->on_active_done(std::move(r));
-        });
+    auto hs = transport::MpaHandshake::start_active(std::move(fd), std::move(request),
+                                                    now_ns() + kHandshakeTimeoutNs,
+                                                    [self](transport::MpaHandshake::Result &&r) {
+                                                        if (auto qp = self.lock())
+                                                            qp->on_active_done(std::move(r));
+                                                    });
     lk.lock();
     if (connecting_ && !stream_) handshake_ = hs;
 }
@@ -90,9 +92,9 @@ void Qp::on_active_done(transport::MpaHandshake::Result &&r) {
     if (destroyed_ || stream_ || st == IBV_QPS_RESET || st == IBV_QPS_INIT || st == IBV_QPS_ERR)
         return;
     wire::QpHello hello;
-    if (r.err == 0 && (!wire::decode_qp_hello(r.peer.private_data, hello) ||
-                       hello.status != wire::QpHelloStatus::kAccept ||
-                       hello.src_qpn != remote_qpn_))
+    if (r.err == 0 &&
+        (!wire::decode_qp_hello(r.peer.private_data, hello) ||
+         hello.status != wire::QpHelloStatus::kAccept || hello.src_qpn != remote_qpn_))
         r.err = ECONNREFUSED;
     if (r.err) {
         // The peer QP may not exist yet (it reaches RTR later): try again shortly. The
@@ -100,8 +102,8 @@ void Qp::on_active_done(transport::MpaHandshake::Result &&r) {
         dial_backoff_ns_ = dial_backoff_ns_ ? std::min(dial_backoff_ns_ * 2, kDialBackoffMaxNs)
                                             : kDialBackoffMinNs;
         next_dial_ns_ = now_ns() + dial_backoff_ns_;
-        SR_DEBUG("qp %u: dial to qpn %u failed (%d), retry in %llu us", qp_base.qp_num,
-                 remote_qpn_, r.err, (unsigned long long)(dial_backoff_ns_ / 1000));
+        SR_DEBUG("qp %u: dial to qpn %u failed (%d), retry in %llu us", qp_base.qp_num, remote_qpn_,
+                 r.err, (unsigned long long)(dial_backoff_ns_ / 1000));
         arm_timer(lk);
         return;
     }
@@ -170,12 +172,12 @@ bool Qp::adopt_stream(transport::MpaHandshake::Result &&r, Lock &lk) {
     const uint32_t events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
     armed_mask_ = events;
     if (!transport::ProgressEngine::get().watch(stream_->fd(), shared_from_this(), events)) {
+        SR_DEBUG("qp %u: cannot watch the connection (errno %d)", qp_base.qp_num, errno);
         armed_mask_ = 0;
         stream_.reset();
         return false;
     }
-    SR_DEBUG("qp %u: connected to qpn %u (ext=%d crc=%d)", qp_base.qp_num, remote_qpn_, ext_,
-             crc);
+    SR_DEBUG("qp %u: connected to qpn %u (ext=%d crc=%d)", qp_base.qp_num, remote_qpn_, ext_, crc);
     progress(lk);
     return true;
 }
@@ -200,7 +202,8 @@ int Qp::attach_cm_stream(UniqueFd fd, const wire::MpaFrame &peer) {
 }
 
 void Qp::on_stream_lost(Lock &lk, bool protocol_error) {
-    SR_DEBUG("qp %u: stream lost (%s)", qp_base.qp_num, protocol_error ? "protocol error" : "closed");
+    SR_DEBUG("qp %u: stream lost (%s)", qp_base.qp_num,
+             protocol_error ? "protocol error" : "closed");
     transport::ProgressEngine::get().unwatch(stream_->fd());
     stream_.reset();
     if (cm_managed_) {

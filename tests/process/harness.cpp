@@ -137,9 +137,9 @@ Endpoint::Endpoint(const EpOptions &o) : opt(o) {
     at.qp_state = IBV_QPS_INIT;
     at.port_num = 1;
     at.qp_access_flags = unsigned(opt.qp_access);
-    PCHECK(ibv_modify_qp(qp, &at,
-                         IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) ==
-           0);
+    at.qkey = opt.qkey;
+    const int extra = opt.type == IBV_QPT_UD ? IBV_QP_QKEY : IBV_QP_ACCESS_FLAGS;
+    PCHECK(ibv_modify_qp(qp, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | extra) == 0);
 }
 
 Endpoint::~Endpoint() {
@@ -167,6 +167,13 @@ Wire Endpoint::local() const {
 void Endpoint::connect(const Wire &p) {
     peer = p;
     ibv_qp_attr a{};
+    if (opt.type == IBV_QPT_UD) {  // no peer: each send names its destination
+        a.qp_state = IBV_QPS_RTR;
+        PCHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE) == 0);
+        a.qp_state = IBV_QPS_RTS;
+        PCHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN) == 0);
+        return;
+    }
     a.qp_state = IBV_QPS_RTR;
     a.path_mtu = IBV_MTU_4096;
     a.dest_qp_num = p.qpn;
@@ -209,8 +216,8 @@ void Endpoint::post_recv(uint64_t wr_id, size_t off, uint32_t len) {
     PCHECK(ibv_post_recv(qp, &wr, &bad) == 0);
 }
 
-int Endpoint::post(ibv_wr_opcode op, uint64_t wr_id, size_t off, uint32_t len,
-                   uint64_t remote_off, unsigned flags, uint32_t imm) {
+int Endpoint::post(ibv_wr_opcode op, uint64_t wr_id, size_t off, uint32_t len, uint64_t remote_off,
+                   unsigned flags, uint32_t imm) {
     ibv_sge sge{uint64_t(uintptr_t(buf + off)), len, mr->lkey};
     ibv_send_wr wr{};
     wr.wr_id = wr_id;

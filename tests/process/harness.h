@@ -10,35 +10,37 @@
 
 namespace sr_test {
 
-#define PCHECK(cond)                                                                         \
-    do {                                                                                     \
-        if (!(cond)) {                                                                       \
+#define PCHECK(cond)                                                                        \
+    do {                                                                                    \
+        if (!(cond)) {                                                                      \
             std::fprintf(stderr, "[pid %d] %s:%d: check failed: %s (errno %d)\n", getpid(), \
-                         __FILE__, __LINE__, #cond, errno);                                  \
-            std::fflush(stderr);                                                             \
-            _exit(1);                                                                        \
-        }                                                                                    \
+                         __FILE__, __LINE__, #cond, errno);                                 \
+            std::fflush(stderr);                                                            \
+            _exit(1);                                                                       \
+        }                                                                                   \
     } while (0)
 
-#define PCHECK_EQ(a, b)                                                                        \
-    do {                                                                                       \
-        const auto va_ = (a);                                                                  \
-        const auto vb_ = (b);                                                                  \
-        if (!(va_ == vb_)) {                                                                   \
+#define PCHECK_EQ(a, b)                                                                       \
+    do {                                                                                      \
+        const auto va_ = (a);                                                                 \
+        const auto vb_ = (b);                                                                 \
+        if (!(va_ == vb_)) {                                                                  \
             std::fprintf(stderr, "[pid %d] %s:%d: %s == %s failed: %lld vs %lld\n", getpid(), \
-                         __FILE__, __LINE__, #a, #b, (long long)va_, (long long)vb_);          \
-            std::fflush(stderr);                                                               \
-            _exit(1);                                                                          \
-        }                                                                                      \
+                         __FILE__, __LINE__, #a, #b, (long long)va_, (long long)vb_);         \
+            std::fflush(stderr);                                                              \
+            _exit(1);                                                                         \
+        }                                                                                     \
     } while (0)
 
 class Oob {
-public:
+  public:
     explicit Oob(int fd) : fd_(fd) {}
     void put(const void *p, size_t n);
     void get(void *p, size_t n);
     template <typename T>
-    void put(const T &v) { put(&v, sizeof v); }
+    void put(const T &v) {
+        put(&v, sizeof v);
+    }
     template <typename T>
     T get() {
         T v;
@@ -47,7 +49,7 @@ public:
     }
     void barrier();
 
-private:
+  private:
     int fd_;
 };
 
@@ -64,11 +66,11 @@ PairResult run_pair(const std::function<int(Oob &)> &a, const std::function<int(
 uint64_t now_ms();
 
 // Evaluates the pair once and reports all three outcomes on failure.
-#define EXPECT_PAIR_OK(expr)                                                            \
-    do {                                                                                \
-        const ::sr_test::PairResult r_ = (expr);                                        \
-        EXPECT_TRUE(r_.ok()) << "a=" << r_.status_a << " b=" << r_.status_b            \
-                             << " timed_out=" << r_.timed_out;                          \
+#define EXPECT_PAIR_OK(expr)                                                \
+    do {                                                                    \
+        const ::sr_test::PairResult r_ = (expr);                            \
+        EXPECT_TRUE(r_.ok()) << "a=" << r_.status_a << " b=" << r_.status_b \
+                             << " timed_out=" << r_.timed_out;              \
     } while (0)
 
 struct EpOptions {
@@ -80,6 +82,7 @@ struct EpOptions {
     uint32_t max_send_wr = 64, max_recv_wr = 64, max_sge = 4, max_inline = 0;
     uint8_t timeout = 14, retry_cnt = 7, rnr_retry = 7, min_rnr_timer = 1;
     uint8_t max_rd_atomic = 4, max_dest_rd_atomic = 4;
+    uint32_t qkey = 0x11111111;  // UD only
     bool sig_all = false;
     bool channel = false;
     int cqe = 256;
@@ -94,7 +97,7 @@ struct Wire {
 };
 
 class Endpoint {
-public:
+  public:
     explicit Endpoint(const EpOptions &o = {});
     ~Endpoint();
     Wire local() const;

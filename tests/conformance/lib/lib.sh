@@ -388,7 +388,7 @@ pingpong_pair() {
         if [[ $side == server ]]; then f=$PAIR_SERVER_OUT; else f=$PAIR_CLIENT_OUT; fi
         expect_grep "$name" "$f" "$iters_re" "$side did not print the '$iters iters in ... usec/iter' line" || { ok=0; break; }
         expect_grep "$name" "$f" "$bytes_re" "$side did not print the '$bytes bytes in ... Mbit/sec' line" || { ok=0; break; }
-        expect_grep "$name" "$f" '^ +local address: +LID 0x[0-9a-f]+, QPN 0x[0-9a-f]+, PSN 0x[0-9a-f]+, GID [0-9a-f:.]*[1-9a-f][0-9a-f:.]*$' \
+        expect_grep "$name" "$f" '^ +local address: +LID 0x[0-9a-f]+, QPN 0x[0-9a-f]+, PSN 0x[0-9a-f]+[,:] GID [0-9a-f:.]*[1-9a-f][0-9a-f:.]*$' \
             "$side did not print its local address with a non-zero GID (-g 0)" || { ok=0; break; }
     done
     if ((ok)) && ((CONF_FAILS == fails_before)); then

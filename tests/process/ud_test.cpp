@@ -1,0 +1,231 @@
+// UD QPs between two processes: datagrams with a GRH, immediate data, Q_Key checks, lost
+// datagrams (no receive, wrong Q_Key, hostile bytes) and the one-MTU limit.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "process/harness.h"
+
+using namespace sr_test;
+
+namespace {
+
+constexpr size_t kGrh = 40;
+
+EpOptions ud_opts() {
+    EpOptions o;
+    o.type = IBV_QPT_UD;
+    o.buf_size = 1 << 16;
+    o.mr_access = IBV_ACCESS_LOCAL_WRITE;
+    o.max_inline = 64;
+    return o;
+}
+
+ibv_ah *make_ah(Endpoint &e) {
+    ibv_ah_attr a{};
+    a.is_global = 1;
+    a.port_num = 1;
+    a.grh.hop_limit = 1;
+    std::memcpy(a.grh.dgid.raw, e.peer.gid, 16);
+    ibv_ah *ah = ibv_create_ah(e.pd, &a);
+    PCHECK(ah);
+    return ah;
+}
+
+int ud_send(Endpoint &e, ibv_ah *ah, uint64_t wr_id, size_t off, uint32_t len, uint32_t qkey,
+            bool imm = false, uint32_t imm_val = 0, ibv_wr_opcode op = IBV_WR_SEND) {
+    ibv_sge sge{uint64_t(uintptr_t(e.buf + off)), len, e.mr->lkey};
+    ibv_send_wr wr{};
+    wr.wr_id = wr_id;
+    wr.opcode = imm ? IBV_WR_SEND_WITH_IMM : op;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.imm_data = htonl(imm_val);
+    wr.wr.ud.ah = ah;
+    wr.wr.ud.remote_qpn = e.peer.qpn;
+    wr.wr.ud.remote_qkey = qkey;
+    ibv_send_wr *bad = nullptr;
+    return ibv_post_send(e.qp, &wr, &bad);
+}
+
+void expect_send_ok(Endpoint &e, uint64_t wr_id) {
+    const ibv_wc wc = e.wait_wc();
+    PCHECK_EQ(wc.status, IBV_WC_SUCCESS);
+    PCHECK_EQ(wc.opcode, IBV_WC_SEND);
+    PCHECK_EQ(wc.wr_id, wr_id);
+}
+
+}  // namespace
+
+// Three datagrams (with and without immediate data, up to one MTU) arrive intact, each
+// behind a GRH that names the sender; src_qp and byte_len are what hardware reports.
+TEST(Ud, DatagramsCarryGrhImmAndSource) {
+    auto sender = [](Oob &oob) {
+        Endpoint e(ud_opts());
+        e.exchange_and_connect(oob);
+        ibv_ah *ah = make_ah(e);
+        for (uint32_t i = 0; i < 4096; ++i) e.buf[i] = uint8_t(i * 7 + 1);
+        oob.barrier();  // receives are posted
+        PCHECK_EQ(ud_send(e, ah, 1, 0, 100, e.opt.qkey), 0);
+        expect_send_ok(e, 1);
+        PCHECK_EQ(ud_send(e, ah, 2, 0, 4096, e.opt.qkey, true, 0xa1b2c3d4), 0);
+        expect_send_ok(e, 2);
+        e.post_recv(20, 8192, 1024);  // for the reply
+        PCHECK_EQ(ud_send(e, ah, 3, 0, 0, e.opt.qkey), 0);
+        expect_send_ok(e, 3);
+        const ibv_wc r = e.wait_wc();  // the receiver answers through ibv_create_ah_from_wc
+        PCHECK_EQ(r.status, IBV_WC_SUCCESS);
+        PCHECK_EQ(r.wr_id, 20u);
+        PCHECK_EQ(r.byte_len, kGrh + 16);
+        PCHECK_EQ(r.src_qp, e.peer.qpn);
+        for (int k = 0; k < 16; ++k) PCHECK_EQ(e.buf[8192 + kGrh + size_t(k)], uint8_t(0xe0 + k));
+        oob.barrier();
+        PCHECK_EQ(ibv_destroy_ah(ah), 0);
+        return 0;
+    };
+    auto receiver = [](Oob &oob) {
+        Endpoint e(ud_opts());
+        e.exchange_and_connect(oob);
+        for (int i = 0; i < 3; ++i) e.post_recv(uint64_t(10 + i), size_t(i) * 8192, 8192);
+        oob.barrier();
+        const uint32_t lens[3] = {100, 4096, 0};
+        for (int i = 0; i < 3; ++i) {
+            const ibv_wc wc = e.wait_wc();
+            PCHECK_EQ(wc.status, IBV_WC_SUCCESS);
+            PCHECK_EQ(wc.opcode, IBV_WC_RECV);
+            PCHECK_EQ(wc.wr_id, uint64_t(10 + i));
+            PCHECK_EQ(wc.byte_len, kGrh + lens[i]);
+            PCHECK_EQ(wc.src_qp, e.peer.qpn);
+            PCHECK_EQ(wc.qp_num, e.qp->qp_num);
+            PCHECK(wc.wc_flags & IBV_WC_GRH);
+            PCHECK_EQ(bool(wc.wc_flags & IBV_WC_WITH_IMM), i == 1);
+            if (i == 1) PCHECK_EQ(ntohl(wc.imm_data), 0xa1b2c3d4u);
+            const uint8_t *grh = e.buf + size_t(i) * 8192;
+            PCHECK_EQ(grh[0] >> 4, 6);                          // IPv6-style GRH
+            PCHECK_EQ((grh[4] << 8 | grh[5]), int(lens[i]));    // payload length
+            PCHECK(std::memcmp(grh + 8, e.peer.gid, 16) == 0);  // source GID
+            const Wire me = e.local();
+            PCHECK(std::memcmp(grh + 24, me.gid, 16) == 0);  // destination GID
+            for (uint32_t k = 0; k < lens[i]; ++k) PCHECK_EQ(grh[kGrh + k], uint8_t(k * 7 + 1));
+            if (i < 2) continue;
+            // Answer the sender with an address handle built from this completion's GRH.
+            ibv_wc w = wc;
+            ibv_ah *ah = ibv_create_ah_from_wc(
+                e.pd, &w, reinterpret_cast<ibv_grh *>(const_cast<uint8_t *>(grh)), 1);
+            PCHECK(ah);
+            for (int k = 0; k < 16; ++k) e.buf[60000 + size_t(k)] = uint8_t(0xe0 + k);
+            ibv_sge sge{uint64_t(uintptr_t(e.buf + 60000)), 16, e.mr->lkey};
+            ibv_send_wr sw{};
+            sw.wr_id = 99;
+            sw.opcode = IBV_WR_SEND;
+            sw.sg_list = &sge;
+            sw.num_sge = 1;
+            sw.send_flags = IBV_SEND_SIGNALED;
+            sw.wr.ud.ah = ah;
+            sw.wr.ud.remote_qpn = wc.src_qp;
+            sw.wr.ud.remote_qkey = e.opt.qkey;
+            ibv_send_wr *bad = nullptr;
+            PCHECK_EQ(ibv_post_send(e.qp, &sw, &bad), 0);
+            expect_send_ok(e, 99);
+            PCHECK_EQ(ibv_destroy_ah(ah), 0);
+        }
+        oob.barrier();
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(sender, receiver));
+}
+
+// A wrong Q_Key, a missing receive and hostile bytes on the QP's UDP port each lose one
+// datagram and nothing else; a Q_Key with the high bit set means "use the QP's own".
+TEST(Ud, LostDatagramsLeaveTheQpWorking) {
+    auto sender = [](Oob &oob) {
+        Endpoint e(ud_opts());
+        e.exchange_and_connect(oob);
+        ibv_ah *ah = make_ah(e);
+        std::memset(e.buf, 0x5a, 256);
+        oob.barrier();  // receiver has no receive posted
+        PCHECK_EQ(ud_send(e, ah, 1, 0, 64, e.opt.qkey), 0);
+        expect_send_ok(e, 1);  // completes: UD never waits for the peer
+        oob.barrier();         // receiver saw nothing and posted receives
+        PCHECK_EQ(ud_send(e, ah, 2, 0, 64, 0x12345678), 0);  // wrong Q_Key (high bit clear)
+        expect_send_ok(e, 2);
+        // Hostile datagrams straight at the receiver's UDP port (QPN = port << 8 | 0xff).
+        const int s = socket(AF_INET, SOCK_DGRAM, 0);
+        PCHECK(s >= 0);
+        sockaddr_in to{};
+        to.sin_family = AF_INET;
+        to.sin_port = htons(uint16_t(e.peer.qpn >> 8));
+        to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        uint8_t junk[64];
+        for (int k = 0; k < 20; ++k) {
+            for (auto &b : junk) b = uint8_t(rand());
+            if (k % 2) junk[0] = 0x55, junk[1] = 1;  // plausible magic, garbage after
+            PCHECK(sendto(s, junk, size_t(k + 1) * 3, 0, reinterpret_cast<sockaddr *>(&to),
+                          sizeof to) > 0);
+        }
+        close(s);
+        oob.barrier();                                        // all of it is on its way
+        oob.barrier();                                        // receiver saw nothing again
+        PCHECK_EQ(ud_send(e, ah, 3, 0, 64, 0x80000000u), 0);  // use our own Q_Key
+        expect_send_ok(e, 3);
+        oob.barrier();
+        ibv_destroy_ah(ah);
+        return 0;
+    };
+    auto receiver = [](Oob &oob) {
+        Endpoint e(ud_opts());
+        e.exchange_and_connect(oob);
+        oob.barrier();
+        PCHECK(e.quiet_for(200));
+        for (int i = 0; i < 4; ++i) e.post_recv(uint64_t(i), size_t(i) * 1024, 1024);
+        oob.barrier();
+        oob.barrier();
+        PCHECK(e.quiet_for(200));
+        oob.barrier();
+        const ibv_wc wc = e.wait_wc();
+        PCHECK_EQ(wc.status, IBV_WC_SUCCESS);
+        PCHECK_EQ(wc.wr_id, 0u);  // the first receive: nothing before consumed one
+        PCHECK_EQ(wc.byte_len, kGrh + 64);
+        PCHECK_EQ(e.buf[kGrh], 0x5a);
+        PCHECK_EQ(e.qp_state(), IBV_QPS_RTS);
+        oob.barrier();
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(sender, receiver));
+}
+
+// Posting checks: UD carries SENDs of at most one MTU; a receive too small for GRH + data
+// completes with a length error.
+TEST(Ud, PostingLimitsAndShortReceive) {
+    auto sender = [](Oob &oob) {
+        Endpoint e(ud_opts());
+        e.exchange_and_connect(oob);
+        ibv_ah *ah = make_ah(e);
+        PCHECK_EQ(ud_send(e, ah, 1, 0, 4097, e.opt.qkey), EINVAL);
+        PCHECK_EQ(ud_send(e, ah, 1, 0, 8, e.opt.qkey, false, 0, IBV_WR_RDMA_WRITE), EINVAL);
+        PCHECK(e.quiet_for(50));  // rejected posts complete nothing
+        oob.barrier();
+        PCHECK_EQ(ud_send(e, ah, 2, 0, 100, e.opt.qkey), 0);
+        expect_send_ok(e, 2);
+        oob.barrier();
+        ibv_destroy_ah(ah);
+        return 0;
+    };
+    auto receiver = [](Oob &oob) {
+        Endpoint e(ud_opts());
+        e.exchange_and_connect(oob);
+        e.post_recv(7, 0, 64);  // 40 + 100 does not fit
+        oob.barrier();
+        const ibv_wc wc = e.wait_wc();
+        PCHECK_EQ(wc.wr_id, 7u);
+        PCHECK_EQ(wc.status, IBV_WC_LOC_LEN_ERR);
+        oob.barrier();
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(sender, receiver));
+}
