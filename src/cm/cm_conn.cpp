@@ -23,13 +23,6 @@ namespace softrdma::cm {
 void register_child(const std::shared_ptr<CmId> &id);
 std::function<void()> disconnect_hook(CmId &id);
 
-namespace {
-
-int fail(int err) {
-    errno = err;
-    return -1;
-}
-
 uint64_t cm_timeout_ns() {
     static const uint64_t ns = [] {
         const char *v = std::getenv("SOFTRDMA_CM_TIMEOUT_MS");
@@ -37,6 +30,13 @@ uint64_t cm_timeout_ns() {
         return uint64_t(ms > 0 ? ms : 30000) * 1000000ull;
     }();
     return ns;
+}
+
+namespace {
+
+int fail(int err) {
+    errno = err;
+    return -1;
 }
 
 bool want_crc() {
@@ -242,7 +242,9 @@ void Listener::on_request(const std::shared_ptr<CmId> &lid, UniqueFd fd) {
 }
 
 void release_listener(CmId &id) {
-    if (id.listener && id.sock) transport::ProgressEngine::get().unwatch(id.sock.get());
+    if ((id.listener || id.sidr_watched) && id.sock)
+        transport::ProgressEngine::get().unwatch(id.sock.get());
+    id.sidr_watched = false;
     id.listener.reset();
 }
 
@@ -272,7 +274,6 @@ void abort_connection(CmId &id) {
 int listen(rdma_cm_id *raw, int backlog) {
     if (!raw) return fail(EINVAL);
     CmId &id = *CmId::from(raw);
-    if (id.ps == RDMA_PS_UDP || id.ps == RDMA_PS_IPOIB) return fail(ENOSYS);
     if (id.state == State::kIdle) {
         sockaddr_in any{};
         any.sin_family = AF_INET;
@@ -282,6 +283,11 @@ int listen(rdma_cm_id *raw, int backlog) {
     CM_LOG("listen %p backlog %d", static_cast<void *>(raw), backlog);
     if (id.state != State::kAddrBound) return fail(EINVAL);
     id.backlog = backlog > 0 && backlog < 1024 ? backlog : 1024;
+    if (id.qp_type == IBV_QPT_UD) {
+        if (sidr_listen(id) != 0) return -1;
+        id.set_state(State::kListen);
+        return 0;
+    }
     if (::listen(id.sock.get(), id.backlog) != 0) return -1;
     id.listener = std::make_shared<Listener>(id.weak_from_this());
     if (!transport::ProgressEngine::get().watch(id.sock.get(), id.listener, EPOLLIN | EPOLLONESHOT))
@@ -381,6 +387,7 @@ void CmId::on_timer() {
         post_event(RDMA_CM_EVENT_TIMEWAIT_EXIT, 0);
         return;
     }
+    if (state == State::kConnect && qp_type == IBV_QPT_UD) return sidr_on_timer(*this);
     if (state != State::kConnect || handshake) return;
     if (dial(*this) != 0) {
         post_event(RDMA_CM_EVENT_CONNECT_ERROR, -errno);
@@ -395,7 +402,17 @@ int connect(rdma_cm_id *raw, rdma_conn_param *param) {
         std::lock_guard lk(id.mu);
         CM_LOG("connect %p", static_cast<void *>(raw));
         if (id.state != State::kRouteResolved) return fail(EINVAL);
-        if (id.ps == RDMA_PS_UDP || id.ps == RDMA_PS_IPOIB) return fail(ENOSYS);
+        if (id.qp_type == IBV_QPT_UD) {
+            if (param && (param->private_data_len > kUdConnectPrivateData ||
+                          (param->private_data_len && !param->private_data)))
+                return fail(EINVAL);
+            if (sidr_connect(id, param) != 0) return -1;
+            id.set_state(State::kConnect);
+        }
+    }
+    if (id.qp_type == IBV_QPT_UD) return id.sync ? id.complete_sync() : 0;
+    {
+        std::lock_guard lk(id.mu);
         rdma_conn_param p{};
         p.retry_count = 7;
         p.rnr_retry_count = 7;
@@ -426,12 +443,16 @@ int accept(rdma_cm_id *raw, rdma_conn_param *param) {
     {
         std::lock_guard lk(id.mu);
         CM_LOG("accept %p", static_cast<void *>(raw));
-        if (!id.passive || id.state != State::kConnect || id.established || !id.handshake)
+        if (id.qp_type == IBV_QPT_UD) {
+            if (sidr_answer(id, param, nullptr, 0, false) != 0) return -1;
+            hs = nullptr;
+        } else if (!id.passive || id.state != State::kConnect || id.established || !id.handshake)
             return fail(EINVAL);
-        if (param && (param->private_data_len > kAcceptPrivateData ||
-                      (param->private_data_len && !param->private_data)))
+        if (id.qp_type != IBV_QPT_UD && param &&
+            (param->private_data_len > kAcceptPrivateData ||
+             (param->private_data_len && !param->private_data)))
             return fail(EINVAL);
-        if (param) {
+        if (id.qp_type != IBV_QPT_UD && param) {
             // The application's limits, bounded by what the requester asked for.
             id.conn.responder_resources =
                 std::min(clamp_rd(param->responder_resources), id.conn.responder_resources);
@@ -441,11 +462,18 @@ int accept(rdma_cm_id *raw, rdma_conn_param *param) {
             // keep the requester's default (7) and use only the RNR retry given here.
             id.conn.rnr_retry_count = param->rnr_retry_count;
         }
-        if (id.qp && ready_qp(id) != 0) return fail(EINVAL);
-        reply = mpa_frame(true, false, &id.peer_frame, id.conn.responder_resources,
-                          id.conn.initiator_depth, param ? param->private_data : nullptr,
-                          param ? param->private_data_len : 0);
-        hs = id.handshake;
+        if (id.qp_type != IBV_QPT_UD) {
+            if (id.qp && ready_qp(id) != 0) return fail(EINVAL);
+            reply = mpa_frame(true, false, &id.peer_frame, id.conn.responder_resources,
+                              id.conn.initiator_depth, param ? param->private_data : nullptr,
+                              param ? param->private_data_len : 0);
+            hs = id.handshake;
+        }
+    }
+    // SIDR has no ESTABLISHED on the passive side: the reply is the whole answer.
+    if (id.qp_type == IBV_QPT_UD) {
+        request_done(id);
+        return 0;
     }
     if (!hs->respond(std::move(reply), true)) return fail(ECONNRESET);
     request_done(id);
@@ -460,13 +488,17 @@ int reject(rdma_cm_id *raw, const void *pd, uint8_t len, int reason) {
     {
         std::lock_guard lk(id.mu);
         CM_LOG("reject %p reason %d", static_cast<void *>(raw), reason);
-        if (!id.passive || id.state != State::kConnect || id.established || !id.handshake)
+        if (id.qp_type == IBV_QPT_UD) {
+            if (sidr_answer(id, nullptr, pd, len, true) != 0) return -1;
+        } else if (!id.passive || id.state != State::kConnect || id.established || !id.handshake)
             return fail(EINVAL);
-        if (len > kRejectPrivateData || (len && !pd)) return fail(EINVAL);
-        reply = mpa_frame(true, true, &id.peer_frame, 0, 0, pd, len);
-        hs = std::move(id.handshake);
+        if (id.qp_type != IBV_QPT_UD) {
+            if (len > kRejectPrivateData || (len && !pd)) return fail(EINVAL);
+            reply = mpa_frame(true, true, &id.peer_frame, 0, 0, pd, len);
+            hs = std::move(id.handshake);
+        }
     }
-    hs->respond(std::move(reply), false);
+    if (hs) hs->respond(std::move(reply), false);
     request_done(id);
     return 0;
 }

@@ -22,7 +22,8 @@ namespace {
 
 std::mutex g_ids_mu;
 std::unordered_map<CmId *, std::shared_ptr<CmId>> &ids() {
-    static auto *m = std::make_unique<std::unordered_map<CmId *, std::shared_ptr<CmId>>>().release();
+    static auto *m =
+        std::make_unique<std::unordered_map<CmId *, std::shared_ptr<CmId>>>().release();
     return *m;
 }
 
@@ -71,9 +72,9 @@ void cm_log(const char *fmt, ...) {
 }
 
 const char *state_name(State s) {
-    static const char *const kNames[] = {"IDLE",     "ADDR_QUERY", "ADDR_RESOLVED", "ROUTE_QUERY",
-                                         "ROUTE_RESOLVED", "CONNECT", "DISCONNECT", "ADDR_BOUND",
-                                         "LISTEN",   "DEVICE_REMOVAL", "DESTROYING"};
+    static const char *const kNames[] = {
+        "IDLE",       "ADDR_QUERY", "ADDR_RESOLVED", "ROUTE_QUERY",    "ROUTE_RESOLVED", "CONNECT",
+        "DISCONNECT", "ADDR_BOUND", "LISTEN",        "DEVICE_REMOVAL", "DESTROYING"};
     return kNames[int(s)];
 }
 
@@ -143,7 +144,9 @@ CmId::CmId(EventChannel *ch, void *ctx, rdma_port_space ps_, ibv_qp_type qpt) : 
     route.addr.dst_addr.sa_family = AF_INET;
 }
 
-CmId::~CmId() { verbs::cm_token_free(token); }
+CmId::~CmId() {
+    verbs::cm_token_free(token);
+}
 
 ibv_qp *CmId::conn_qp() {
     if (qp) return qp;
@@ -159,7 +162,7 @@ void CmId::set_state(State s) {
 }
 
 void CmId::post_event(rdma_cm_event_type type, int status, const void *pd, size_t pd_len,
-                      size_t report_len, std::shared_ptr<CmId> new_id) {
+                      size_t report_len, std::shared_ptr<CmId> new_id, const rdma_ud_param *ud) {
     auto ev = std::make_unique<CmEvent>();
     std::memset(static_cast<rdma_cm_event *>(ev.get()), 0, sizeof(rdma_cm_event));
     std::memset(ev->pd_buf, 0, sizeof ev->pd_buf);
@@ -181,10 +184,16 @@ void CmId::post_event(rdma_cm_event_type type, int status, const void *pd, size_
         ev->param.conn.private_data = ev->pd_buf;
         ev->param.conn.private_data_len = uint8_t(std::min<size_t>(len, 255));
     }
-    ev->param.conn.responder_resources = conn.responder_resources;
-    ev->param.conn.initiator_depth = conn.initiator_depth;
-    ev->param.conn.retry_count = conn.retry_count;
-    ev->param.conn.rnr_retry_count = conn.rnr_retry_count;
+    if (ud) {
+        ev->param.ud.ah_attr = ud->ah_attr;
+        ev->param.ud.qp_num = ud->qp_num;
+        ev->param.ud.qkey = ud->qkey;
+    } else {
+        ev->param.conn.responder_resources = conn.responder_resources;
+        ev->param.conn.initiator_depth = conn.initiator_depth;
+        ev->param.conn.retry_count = conn.retry_count;
+        ev->param.conn.rnr_retry_count = conn.rnr_retry_count;
+    }
     CM_LOG("id %p: event %s status %d", static_cast<void *>(ev->id), event_str(type), status);
     chan->push(std::move(ev));  // CONNECT_REQUEST too: it arrives on the listener's channel
 }
@@ -253,14 +262,14 @@ int ack_cm_event(rdma_cm_event *e) {
 
 const char *event_str(rdma_cm_event_type t) {
     static const char *const kNames[] = {
-        "RDMA_CM_EVENT_ADDR_RESOLVED",    "RDMA_CM_EVENT_ADDR_ERROR",
-        "RDMA_CM_EVENT_ROUTE_RESOLVED",   "RDMA_CM_EVENT_ROUTE_ERROR",
-        "RDMA_CM_EVENT_CONNECT_REQUEST",  "RDMA_CM_EVENT_CONNECT_RESPONSE",
-        "RDMA_CM_EVENT_CONNECT_ERROR",    "RDMA_CM_EVENT_UNREACHABLE",
-        "RDMA_CM_EVENT_REJECTED",         "RDMA_CM_EVENT_ESTABLISHED",
-        "RDMA_CM_EVENT_DISCONNECTED",     "RDMA_CM_EVENT_DEVICE_REMOVAL",
-        "RDMA_CM_EVENT_MULTICAST_JOIN",   "RDMA_CM_EVENT_MULTICAST_ERROR",
-        "RDMA_CM_EVENT_ADDR_CHANGE",      "RDMA_CM_EVENT_TIMEWAIT_EXIT"};
+        "RDMA_CM_EVENT_ADDR_RESOLVED",   "RDMA_CM_EVENT_ADDR_ERROR",
+        "RDMA_CM_EVENT_ROUTE_RESOLVED",  "RDMA_CM_EVENT_ROUTE_ERROR",
+        "RDMA_CM_EVENT_CONNECT_REQUEST", "RDMA_CM_EVENT_CONNECT_RESPONSE",
+        "RDMA_CM_EVENT_CONNECT_ERROR",   "RDMA_CM_EVENT_UNREACHABLE",
+        "RDMA_CM_EVENT_REJECTED",        "RDMA_CM_EVENT_ESTABLISHED",
+        "RDMA_CM_EVENT_DISCONNECTED",    "RDMA_CM_EVENT_DEVICE_REMOVAL",
+        "RDMA_CM_EVENT_MULTICAST_JOIN",  "RDMA_CM_EVENT_MULTICAST_ERROR",
+        "RDMA_CM_EVENT_ADDR_CHANGE",     "RDMA_CM_EVENT_TIMEWAIT_EXIT"};
     const unsigned i = unsigned(t);
     return i < sizeof kNames / sizeof *kNames ? kNames[i] : "UNKNOWN EVENT";
 }

@@ -50,21 +50,22 @@ class Listener;
 class CmId : public rdma_cm_id,
              public transport::Pollable,
              public std::enable_shared_from_this<CmId> {
-public:
+  public:
     CmId(EventChannel *ch, void *ctx, rdma_port_space ps, ibv_qp_type qpt);
     ~CmId();
     static CmId *from(rdma_cm_id *id) { return static_cast<CmId *>(id); }
 
     // Queues an event for the application. Called with mu held.
+    // `ud` fills param.ud (ah_attr, qp_num, qkey) instead of param.conn.
     void post_event(rdma_cm_event_type type, int status, const void *pd = nullptr,
                     size_t pd_len = 0, size_t report_len = 0,
-                    std::shared_ptr<CmId> new_id = nullptr);
+                    std::shared_ptr<CmId> new_id = nullptr, const rdma_ud_param *ud = nullptr);
     void set_state(State s);
     // Sync ids: wait for the next event on the private channel and turn it into errno.
     int complete_sync();
 
-    void on_io(uint32_t) override {}
-    void on_timer() override;  // re-dials a refused connect (see connect())
+    void on_io(uint32_t) override;  // UD ids: SIDR datagrams on `sock`
+    void on_timer() override;       // re-dials a refused connect (see connect())
 
     std::mutex mu;
     std::condition_variable cv;
@@ -101,7 +102,7 @@ public:
     uint64_t dial_started_ns = 0;
     uint64_t resolve_deadline_ns = 0;
     uint64_t timewait_exit_ns = 0;  // after a disconnect: when TIMEWAIT_EXIT is due
-    UniqueFd parked_fd;  // CONNECT_RESPONSE: the stream waits for rdma_establish
+    UniqueFd parked_fd;             // CONNECT_RESPONSE: the stream waits for rdma_establish
     bool passive = false;
     bool established = false;
     uint32_t token = 0;  // rdma_init_qp_attr's stand-in QPN for an application-driven QP
@@ -112,6 +113,21 @@ public:
     // Resources rdma_create_qp made for the id (NULL PD, NULL CQs).
     bool own_cqs = false;
     bool own_srq_cq = false;
+
+    // SIDR (RDMA_PS_UDP ids): the active side's request and retransmission state; the
+    // passive side's requester and a dup of the listener's socket to answer from.
+    bool sidr_watched = false;
+    uint32_t sidr_req_id = 0;
+    std::vector<uint8_t> sidr_request;  // encoded, for retransmission
+    uint64_t sidr_deadline_ns = 0;
+    UniqueFd sidr_reply_fd;
+    std::vector<uint8_t> sidr_reply;  // what we answered, for a retransmitted request
+    struct SidrSeen {
+        sockaddr_storage from;
+        uint32_t req_id;
+        std::weak_ptr<CmId> child;
+    };
+    std::vector<SidrSeen> sidr_seen;  // listener: requests already turned into ids
 
     // ECE.
     ibv_ece local_ece{};
@@ -126,10 +142,18 @@ std::vector<ibv_context *> all_contexts();
 void sockaddr_to_gid(const sockaddr *sa, uint8_t gid[16]);
 socklen_t sockaddr_len(const sockaddr *sa);
 
+uint64_t cm_timeout_ns();
+
+// cm_sidr.cpp (mu held unless said otherwise).
+int sidr_listen(CmId &id);
+int sidr_connect(CmId &id, const rdma_conn_param *param);
+int sidr_answer(CmId &id, const rdma_conn_param *param, const void *pd, uint8_t len, bool reject);
+void sidr_on_timer(CmId &id);
+
 bool cm_debug();
 void cm_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-#define CM_LOG(...)                                 \
-    do {                                            \
+#define CM_LOG(...)                                                          \
+    do {                                                                     \
         if (::softrdma::cm::cm_debug()) ::softrdma::cm::cm_log(__VA_ARGS__); \
     } while (0)
 

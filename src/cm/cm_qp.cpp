@@ -94,13 +94,26 @@ int create_qp_ex(rdma_cm_id *raw, ibv_qp_init_attr_ex *attr) {
         free_cqs(id);
         return fail(e);
     }
-    verbs::Qp::from(qp)->set_cm_managed(disconnect_hook(id));
     ibv_qp_attr at{};
     at.qp_state = IBV_QPS_INIT;
     at.port_num = 1;
     at.qp_access_flags = kCmQpAccess;
-    const int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
-    if (int e = verbs::modify_qp(qp, &at, mask)) {
+    int e = 0;
+    if (a.qp_type == IBV_QPT_UD) {
+        // Datagram QPs need no peer: ready to send at once, with the CM's well-known Q_Key.
+        at.qkey = RDMA_UDP_QKEY;
+        e = verbs::modify_qp(qp, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY);
+        at.qp_state = IBV_QPS_RTR;
+        if (!e) e = verbs::modify_qp(qp, &at, IBV_QP_STATE);
+        at.qp_state = IBV_QPS_RTS;
+        at.sq_psn = 0;
+        if (!e) e = verbs::modify_qp(qp, &at, IBV_QP_STATE | IBV_QP_SQ_PSN);
+    } else {
+        verbs::Qp::from(qp)->set_cm_managed(disconnect_hook(id));
+        e = verbs::modify_qp(qp, &at,
+                             IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+    }
+    if (e) {
         verbs::destroy_qp(qp);
         free_cqs(id);
         return fail(e);
@@ -226,8 +239,14 @@ int init_qp_attr(rdma_cm_id *raw, ibv_qp_attr *attr, int *mask) {
 }
 
 // Multicast comes with the datagram support (UD QPs over UDP).
-int join_multicast(rdma_cm_id *, sockaddr *, void *) { return fail(ENOSYS); }
-int join_multicast_ex(rdma_cm_id *, rdma_cm_join_mc_attr_ex *, void *) { return fail(ENOSYS); }
-int leave_multicast(rdma_cm_id *, sockaddr *) { return fail(ENOSYS); }
+int join_multicast(rdma_cm_id *, sockaddr *, void *) {
+    return fail(ENOSYS);
+}
+int join_multicast_ex(rdma_cm_id *, rdma_cm_join_mc_attr_ex *, void *) {
+    return fail(ENOSYS);
+}
+int leave_multicast(rdma_cm_id *, sockaddr *) {
+    return fail(ENOSYS);
+}
 
 }  // namespace softrdma::cm

@@ -1,0 +1,234 @@
+// RDMA_PS_UDP ids between two processes: SIDR-style resolution (accept with private data and
+// param.ud, reject, timeout), and a datagram sent with what ESTABLISHED reported.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <rdma/rdma_cma.h>
+#include <rdma/rdma_verbs.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "process/harness.h"
+
+using namespace sr_test;
+
+namespace {
+
+rdma_cm_event *wait_ev(rdma_event_channel *ch, rdma_cm_event_type want, int timeout_ms = 10000) {
+    pollfd p{ch->fd, POLLIN, 0};
+    PCHECK(poll(&p, 1, timeout_ms) == 1);
+    rdma_cm_event *ev = nullptr;
+    PCHECK(rdma_get_cm_event(ch, &ev) == 0);
+    if (ev->event != want) {
+        std::fprintf(stderr, "[pid %d] got %s (status %d), wanted %s\n", getpid(),
+                     rdma_event_str(ev->event), ev->status, rdma_event_str(want));
+        _exit(4);
+    }
+    return ev;
+}
+
+sockaddr_in loopback(uint16_t port) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return a;
+}
+
+rdma_cm_id *udp_listener(rdma_event_channel *ch, Oob &oob) {
+    rdma_cm_id *l;
+    PCHECK(rdma_create_id(ch, &l, nullptr, RDMA_PS_UDP) == 0);
+    sockaddr_in a = loopback(0);
+    PCHECK(rdma_bind_addr(l, reinterpret_cast<sockaddr *>(&a)) == 0);
+    PCHECK(rdma_listen(l, 4) == 0);
+    oob.put<uint16_t>(ntohs(rdma_get_src_port(l)));
+    return l;
+}
+
+rdma_cm_id *udp_resolved(rdma_event_channel *ch, uint16_t port) {
+    rdma_cm_id *id;
+    PCHECK(rdma_create_id(ch, &id, nullptr, RDMA_PS_UDP) == 0);
+    sockaddr_in d = loopback(port);
+    PCHECK(rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr *>(&d), 2000) == 0);
+    rdma_ack_cm_event(wait_ev(ch, RDMA_CM_EVENT_ADDR_RESOLVED));
+    PCHECK(rdma_resolve_route(id, 2000) == 0);
+    rdma_ack_cm_event(wait_ev(ch, RDMA_CM_EVENT_ROUTE_RESOLVED));
+    return id;
+}
+
+ibv_qp_init_attr ud_attr() {
+    ibv_qp_init_attr a{};
+    a.qp_type = IBV_QPT_UD;
+    a.cap.max_send_wr = a.cap.max_recv_wr = 4;
+    a.cap.max_send_sge = a.cap.max_recv_sge = 1;
+    return a;
+}
+
+}  // namespace
+
+// Accept: the requester's 180 bytes arrive with CONNECT_REQUEST; ESTABLISHED carries the
+// acceptor's QPN, RDMA_UDP_QKEY, an address handle and the 136-byte reply. A SEND through
+// that address handle lands in the acceptor's QP (created by rdma_create_qp, already in RTS).
+TEST(CmUd, SidrAcceptThenDatagram) {
+    auto server = [](Oob &oob) {
+        rdma_event_channel *ch = rdma_create_event_channel();
+        rdma_cm_id *l = udp_listener(ch, oob);
+        rdma_cm_event *ev = wait_ev(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+        rdma_cm_id *id = ev->id;
+        PCHECK(ev->listen_id == l);
+        PCHECK_EQ(ev->param.ud.private_data_len, 180);
+        const auto *pd = static_cast<const uint8_t *>(ev->param.ud.private_data);
+        for (int i = 0; i < 100; ++i) PCHECK_EQ(pd[i], uint8_t(i));
+        for (int i = 100; i < 180; ++i) PCHECK_EQ(pd[i], 0);
+        rdma_ack_cm_event(ev);
+        ibv_qp_init_attr qa = ud_attr();
+        PCHECK(rdma_create_qp(id, nullptr, &qa) == 0);
+        ibv_qp_attr at{};
+        ibv_qp_init_attr ia{};
+        PCHECK(ibv_query_qp(id->qp, &at, IBV_QP_STATE | IBV_QP_QKEY, &ia) == 0);
+        PCHECK_EQ(at.qp_state, IBV_QPS_RTS);
+        PCHECK_EQ(at.qkey, uint32_t(RDMA_UDP_QKEY));
+        static char buf[256];
+        ibv_mr *mr = rdma_reg_msgs(id, buf, sizeof buf);
+        PCHECK(mr);
+        PCHECK(rdma_post_recv(id, nullptr, buf, sizeof buf, mr) == 0);
+        char reply[136];
+        for (int i = 0; i < 136; ++i) reply[i] = char(200 - i);
+        rdma_conn_param p{};
+        p.private_data = reply;
+        p.private_data_len = sizeof reply;
+        PCHECK(rdma_accept(id, &p) == 0);
+        ibv_wc wc;
+        PCHECK(rdma_get_recv_comp(id, &wc) == 1);
+        PCHECK_EQ(wc.status, IBV_WC_SUCCESS);
+        PCHECK_EQ(wc.byte_len, 40u + 11u);
+        PCHECK(std::memcmp(buf + 40, "hello, sidr", 11) == 0);
+        oob.barrier();
+        rdma_dereg_mr(mr);
+        rdma_destroy_qp(id);
+        PCHECK(rdma_destroy_id(id) == 0);
+        PCHECK(rdma_destroy_id(l) == 0);
+        rdma_destroy_event_channel(ch);
+        return 0;
+    };
+    auto client = [](Oob &oob) {
+        const uint16_t port = oob.get<uint16_t>();
+        rdma_event_channel *ch = rdma_create_event_channel();
+        rdma_cm_id *id = udp_resolved(ch, port);
+        ibv_qp_init_attr qa = ud_attr();
+        PCHECK(rdma_create_qp(id, nullptr, &qa) == 0);
+        uint8_t req[100];
+        for (int i = 0; i < 100; ++i) req[i] = uint8_t(i);
+        rdma_conn_param p{};
+        p.private_data = req;
+        p.private_data_len = sizeof req;
+        PCHECK(rdma_connect(id, &p) == 0);
+        rdma_cm_event *ev = wait_ev(ch, RDMA_CM_EVENT_ESTABLISHED);
+        PCHECK_EQ(ev->param.ud.private_data_len, 136);
+        const auto *rp = static_cast<const uint8_t *>(ev->param.ud.private_data);
+        for (int i = 0; i < 136; ++i) PCHECK_EQ(rp[i], uint8_t(200 - i));
+        PCHECK_EQ(ev->param.ud.qkey, uint32_t(RDMA_UDP_QKEY));
+        PCHECK(ev->param.ud.qp_num != 0);
+        PCHECK(ev->param.ud.ah_attr.is_global);
+        ibv_ah *ah = ibv_create_ah(id->pd, &ev->param.ud.ah_attr);
+        PCHECK(ah);
+        const uint32_t qpn = ev->param.ud.qp_num;
+        rdma_ack_cm_event(ev);
+        static char msg[16] = "hello, sidr";
+        ibv_mr *mr = rdma_reg_msgs(id, msg, sizeof msg);
+        PCHECK(rdma_post_ud_send(id, nullptr, msg, 11, mr, IBV_SEND_SIGNALED, ah, qpn) == 0);
+        ibv_wc wc;
+        PCHECK(rdma_get_send_comp(id, &wc) == 1);
+        PCHECK_EQ(wc.status, IBV_WC_SUCCESS);
+        oob.barrier();
+        ibv_destroy_ah(ah);
+        rdma_dereg_mr(mr);
+        rdma_destroy_qp(id);
+        PCHECK(rdma_destroy_id(id) == 0);
+        rdma_destroy_event_channel(ch);
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(server, client));
+}
+
+// Reject: the requester gets UNREACHABLE with the SIDR status (2, "rejected") and the
+// rejecter's private data; more than 136 bytes is refused.
+TEST(CmUd, SidrRejectIsUnreachable) {
+    auto server = [](Oob &oob) {
+        rdma_event_channel *ch = rdma_create_event_channel();
+        rdma_cm_id *l = udp_listener(ch, oob);
+        rdma_cm_event *ev = wait_ev(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+        rdma_cm_id *id = ev->id;
+        rdma_ack_cm_event(ev);
+        char big[137] = {};
+        PCHECK(rdma_reject(id, big, 137) == -1);
+        PCHECK_EQ(errno, EINVAL);
+        PCHECK(rdma_reject(id, "nope", 4) == 0);
+        oob.barrier();
+        PCHECK(rdma_destroy_id(id) == 0);
+        PCHECK(rdma_destroy_id(l) == 0);
+        rdma_destroy_event_channel(ch);
+        return 0;
+    };
+    auto client = [](Oob &oob) {
+        const uint16_t port = oob.get<uint16_t>();
+        rdma_event_channel *ch = rdma_create_event_channel();
+        rdma_cm_id *id = udp_resolved(ch, port);
+        uint8_t big[181] = {};
+        rdma_conn_param p{};
+        p.private_data = big;
+        p.private_data_len = sizeof big;
+        PCHECK(rdma_connect(id, &p) == -1);  // over 180 bytes
+        PCHECK_EQ(errno, EINVAL);
+        PCHECK(rdma_connect(id, nullptr) == 0);
+        rdma_cm_event *ev = wait_ev(ch, RDMA_CM_EVENT_UNREACHABLE);
+        PCHECK_EQ(ev->status, 2);
+        PCHECK(std::memcmp(ev->param.ud.private_data, "nope", 4) == 0);
+        rdma_ack_cm_event(ev);
+        oob.barrier();
+        PCHECK(rdma_destroy_id(id) == 0);
+        rdma_destroy_event_channel(ch);
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(server, client));
+}
+
+// Nobody answers (a bound UDP port that never replies): UNREACHABLE with -ETIMEDOUT once the
+// CM timeout (here 600 ms) has passed, after retransmissions.
+TEST(CmUd, SidrTimeoutIsUnreachable) {
+    auto silent = [](Oob &oob) {
+        const int s = socket(AF_INET, SOCK_DGRAM, 0);
+        sockaddr_in a = loopback(0);
+        PCHECK(bind(s, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0);
+        socklen_t len = sizeof a;
+        getsockname(s, reinterpret_cast<sockaddr *>(&a), &len);
+        oob.put<uint16_t>(ntohs(a.sin_port));
+        oob.barrier();
+        char buf[512];
+        int got = 0;
+        while (recv(s, buf, sizeof buf, MSG_DONTWAIT) > 0) ++got;
+        PCHECK(got >= 2);  // the request was retransmitted
+        close(s);
+        return 0;
+    };
+    auto client = [](Oob &oob) {
+        setenv("SOFTRDMA_CM_TIMEOUT_MS", "600", 1);
+        const uint16_t port = oob.get<uint16_t>();
+        rdma_event_channel *ch = rdma_create_event_channel();
+        rdma_cm_id *id = udp_resolved(ch, port);
+        const uint64_t t0 = now_ms();
+        PCHECK(rdma_connect(id, nullptr) == 0);
+        rdma_cm_event *ev = wait_ev(ch, RDMA_CM_EVENT_UNREACHABLE, 5000);
+        PCHECK_EQ(ev->status, -ETIMEDOUT);
+        const uint64_t took = now_ms() - t0;
+        PCHECK(took >= 550 && took < 3000);
+        rdma_ack_cm_event(ev);
+        oob.barrier();
+        PCHECK(rdma_destroy_id(id) == 0);
+        rdma_destroy_event_channel(ch);
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(silent, client));
+}
