@@ -395,6 +395,30 @@ void CmId::on_timer() {
     }
 }
 
+// rdma_connect on a connected-mode id: records the parameters and starts the first dial.
+// mu held.
+int dial_first(CmId &id, const rdma_conn_param *param) {
+    rdma_conn_param p{};
+    p.retry_count = 7;
+    p.rnr_retry_count = 7;
+    if (param) p = *param;
+    if (p.private_data_len > kConnectPrivateData || (p.private_data_len && !p.private_data))
+        return fail(EINVAL);
+    id.conn = p;
+    id.conn.responder_resources = clamp_rd(p.responder_resources);
+    id.conn.initiator_depth = clamp_rd(p.initiator_depth);
+    const auto *pd = static_cast<const uint8_t *>(p.private_data);
+    id.connect_pd.assign(pd, pd + (pd ? p.private_data_len : 0));
+    id.dial_started_ns = now_ns();
+    id.set_state(State::kConnect);
+    if (dial(id) != 0) {
+        const int e = errno;
+        id.set_state(State::kRouteResolved);
+        return fail(e);
+    }
+    return 0;
+}
+
 int connect(rdma_cm_id *raw, rdma_conn_param *param) {
     if (!raw) return fail(EINVAL);
     CmId &id = *CmId::from(raw);
@@ -403,56 +427,41 @@ int connect(rdma_cm_id *raw, rdma_conn_param *param) {
         CM_LOG("connect %p", static_cast<void *>(raw));
         if (id.state != State::kRouteResolved) return fail(EINVAL);
         if (id.qp_type == IBV_QPT_UD) {
-            if (param && (param->private_data_len > kUdConnectPrivateData ||
-                          (param->private_data_len && !param->private_data)))
-                return fail(EINVAL);
             if (sidr_connect(id, param) != 0) return -1;
             id.set_state(State::kConnect);
-        }
-    }
-    if (id.qp_type == IBV_QPT_UD) return id.sync ? id.complete_sync() : 0;
-    {
-        std::lock_guard lk(id.mu);
-        rdma_conn_param p{};
-        p.retry_count = 7;
-        p.rnr_retry_count = 7;
-        if (param) p = *param;
-        if (p.private_data_len > kConnectPrivateData || (p.private_data_len && !p.private_data))
-            return fail(EINVAL);
-        id.conn = p;
-        id.conn.responder_resources = clamp_rd(p.responder_resources);
-        id.conn.initiator_depth = clamp_rd(p.initiator_depth);
-        const auto *pd = static_cast<const uint8_t *>(p.private_data);
-        id.connect_pd.assign(pd, pd + (pd ? p.private_data_len : 0));
-        id.dial_started_ns = now_ns();
-        id.set_state(State::kConnect);
-        if (dial(id) != 0) {
-            const int e = errno;
-            id.set_state(State::kRouteResolved);
-            return fail(e);
+        } else if (dial_first(id, param) != 0) {
+            return -1;
         }
     }
     return id.sync ? id.complete_sync() : 0;
 }
 
+// rdma_accept / rdma_reject on a UD child: one SIDR reply. There is no ESTABLISHED on the
+// passive side; the reply is the whole answer.
+int answer_ud(CmId &id, const rdma_conn_param *param, const void *pd, uint8_t len, bool reject) {
+    {
+        std::lock_guard lk(id.mu);
+        if (sidr_answer(id, param, pd, len, reject) != 0) return -1;
+    }
+    request_done(id);
+    return 0;
+}
+
 int accept(rdma_cm_id *raw, rdma_conn_param *param) {
     if (!raw) return fail(EINVAL);
     CmId &id = *CmId::from(raw);
+    CM_LOG("accept %p", static_cast<void *>(raw));
+    if (id.qp_type == IBV_QPT_UD) return answer_ud(id, param, nullptr, 0, false);
     std::shared_ptr<transport::MpaHandshake> hs;
     std::vector<uint8_t> reply;
     {
         std::lock_guard lk(id.mu);
-        CM_LOG("accept %p", static_cast<void *>(raw));
-        if (id.qp_type == IBV_QPT_UD) {
-            if (sidr_answer(id, param, nullptr, 0, false) != 0) return -1;
-            hs = nullptr;
-        } else if (!id.passive || id.state != State::kConnect || id.established || !id.handshake)
+        if (!id.passive || id.state != State::kConnect || id.established || !id.handshake)
             return fail(EINVAL);
-        if (id.qp_type != IBV_QPT_UD && param &&
-            (param->private_data_len > kAcceptPrivateData ||
-             (param->private_data_len && !param->private_data)))
+        if (param && (param->private_data_len > kAcceptPrivateData ||
+                      (param->private_data_len && !param->private_data)))
             return fail(EINVAL);
-        if (id.qp_type != IBV_QPT_UD && param) {
+        if (param) {
             // The application's limits, bounded by what the requester asked for.
             id.conn.responder_resources =
                 std::min(clamp_rd(param->responder_resources), id.conn.responder_resources);
@@ -462,18 +471,11 @@ int accept(rdma_cm_id *raw, rdma_conn_param *param) {
             // keep the requester's default (7) and use only the RNR retry given here.
             id.conn.rnr_retry_count = param->rnr_retry_count;
         }
-        if (id.qp_type != IBV_QPT_UD) {
-            if (id.qp && ready_qp(id) != 0) return fail(EINVAL);
-            reply = mpa_frame(true, false, &id.peer_frame, id.conn.responder_resources,
-                              id.conn.initiator_depth, param ? param->private_data : nullptr,
-                              param ? param->private_data_len : 0);
-            hs = id.handshake;
-        }
-    }
-    // SIDR has no ESTABLISHED on the passive side: the reply is the whole answer.
-    if (id.qp_type == IBV_QPT_UD) {
-        request_done(id);
-        return 0;
+        if (id.qp && ready_qp(id) != 0) return fail(EINVAL);
+        reply = mpa_frame(true, false, &id.peer_frame, id.conn.responder_resources,
+                          id.conn.initiator_depth, param ? param->private_data : nullptr,
+                          param ? param->private_data_len : 0);
+        hs = id.handshake;
     }
     if (!hs->respond(std::move(reply), true)) return fail(ECONNRESET);
     request_done(id);
@@ -483,22 +485,19 @@ int accept(rdma_cm_id *raw, rdma_conn_param *param) {
 int reject(rdma_cm_id *raw, const void *pd, uint8_t len, int reason) {
     if (!raw) return fail(EINVAL);
     CmId &id = *CmId::from(raw);
+    CM_LOG("reject %p reason %d", static_cast<void *>(raw), reason);
+    if (id.qp_type == IBV_QPT_UD) return answer_ud(id, nullptr, pd, len, true);
     std::shared_ptr<transport::MpaHandshake> hs;
     std::vector<uint8_t> reply;
     {
         std::lock_guard lk(id.mu);
-        CM_LOG("reject %p reason %d", static_cast<void *>(raw), reason);
-        if (id.qp_type == IBV_QPT_UD) {
-            if (sidr_answer(id, nullptr, pd, len, true) != 0) return -1;
-        } else if (!id.passive || id.state != State::kConnect || id.established || !id.handshake)
+        if (!id.passive || id.state != State::kConnect || id.established || !id.handshake)
             return fail(EINVAL);
-        if (id.qp_type != IBV_QPT_UD) {
-            if (len > kRejectPrivateData || (len && !pd)) return fail(EINVAL);
-            reply = mpa_frame(true, true, &id.peer_frame, 0, 0, pd, len);
-            hs = std::move(id.handshake);
-        }
+        if (len > kRejectPrivateData || (len && !pd)) return fail(EINVAL);
+        reply = mpa_frame(true, true, &id.peer_frame, 0, 0, pd, len);
+        hs = std::move(id.handshake);
     }
-    if (hs) hs->respond(std::move(reply), false);
+    hs->respond(std::move(reply), false);
     request_done(id);
     return 0;
 }

@@ -49,6 +49,12 @@ void send_to(int fd, const std::vector<uint8_t> &msg, const sockaddr *to) {
     (void)::sendto(fd, msg.data(), msg.size(), MSG_DONTWAIT | MSG_NOSIGNAL, to, sockaddr_len(to));
 }
 
+// The next retransmission of the request, or the deadline if that comes first.
+void schedule_retransmit(CmId &id, uint64_t now) {
+    transport::ProgressEngine::get().schedule(id.shared_from_this(),
+                                              std::min(now + kRetransmitNs, id.sidr_deadline_ns));
+}
+
 void on_request(CmId &l, const wire::SidrMsg &m, const sockaddr_storage &from,
                 const sockaddr_storage &local) {
     for (auto &s : l.sidr_seen) {
@@ -132,6 +138,9 @@ int sidr_listen(CmId &id) {
 
 int sidr_connect(CmId &id, const rdma_conn_param *param) {
     if (!id.sock) return fail(EINVAL);
+    if (param && (param->private_data_len > kUdConnectPrivateData ||
+                  (param->private_data_len && !param->private_data)))
+        return fail(EINVAL);
     id.sidr_req_id = uint32_t(now_ns() ^ (uintptr_t(&id) >> 4)) | 1;
     wire::SidrMsg m;
     m.type = wire::SidrType::kRequest;
@@ -149,8 +158,7 @@ int sidr_connect(CmId &id, const rdma_conn_param *param) {
         return -1;
     const uint64_t now = now_ns();
     id.sidr_deadline_ns = now + cm_timeout_ns();
-    transport::ProgressEngine::get().schedule(id.shared_from_this(),
-                                              std::min(now + kRetransmitNs, id.sidr_deadline_ns));
+    schedule_retransmit(id, now);
     return 0;
 }
 
@@ -164,8 +172,7 @@ void sidr_on_timer(CmId &id) {
         return;
     }
     send_to(id.sock.get(), id.sidr_request, &id.route.addr.dst_addr);
-    transport::ProgressEngine::get().schedule(id.shared_from_this(),
-                                              std::min(now + kRetransmitNs, id.sidr_deadline_ns));
+    schedule_retransmit(id, now);
 }
 
 int sidr_answer(CmId &id, const rdma_conn_param *param, const void *pd, uint8_t len, bool reject) {

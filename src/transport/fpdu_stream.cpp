@@ -94,6 +94,21 @@ bool FpduStream::refill(IoStatus &st) {
     return false;
 }
 
+void copy_to_iov(const iovec *iov, int &idx, size_t &off, const uint8_t *src, size_t n) {
+    while (n) {
+        const iovec &v = iov[idx];
+        const size_t k = std::min(n, v.iov_len - off);
+        std::memcpy(static_cast<uint8_t *>(v.iov_base) + off, src, k);
+        src += k;
+        n -= k;
+        off += k;
+        if (off == v.iov_len) {
+            ++idx;
+            off = 0;
+        }
+    }
+}
+
 // Copies `n` staged bytes to the current placement position.
 static void place_bytes(Placement &p, int &idx, size_t &off, const uint8_t *src, size_t n,
                         uint8_t *scratch, size_t &scratch_len) {
@@ -106,18 +121,7 @@ static void place_bytes(Placement &p, int &idx, size_t &off, const uint8_t *src,
             scratch_len += n;
             return;
         case Placement::Kind::kIov:
-            while (n) {
-                iovec &v = p.iov[idx];
-                const size_t k = std::min(n, v.iov_len - off);
-                std::memcpy(static_cast<uint8_t *>(v.iov_base) + off, src, k);
-                src += k;
-                n -= k;
-                off += k;
-                if (off == v.iov_len) {
-                    ++idx;
-                    off = 0;
-                }
-            }
+            copy_to_iov(p.iov.data(), idx, off, src, n);
             return;
     }
 }
@@ -163,8 +167,7 @@ IoStatus FpduStream::pump_rx(StreamHandler &h, int max_segments, bool &progresse
     for (;;) {
         switch (rx_state_) {
             case RxState::kHeader: {
-                const auto r =
-                    wire::decode_segment_header({stage_.get() + rd_, staged()}, hdr_);
+                const auto r = wire::decode_segment_header({stage_.get() + rd_, staged()}, hdr_);
                 if (r.status == wire::DecodeStatus::kMalformed) {
                     proto_error_ = true;
                     return IoStatus::kError;
@@ -213,14 +216,12 @@ IoStatus FpduStream::pump_rx(StreamHandler &h, int max_segments, bool &progresse
                         const size_t n = std::min(staged(), payload_left_);
                         const uint8_t *src = stage_.get() + rd_;
                         if (crc_) rx_crc_ = wire::crc32c(rx_crc_, src, n);
-                        place_bytes(place_, place_idx_, place_off_, src, n, scratch_,
-                                    scratch_len_);
+                        place_bytes(place_, place_idx_, place_off_, src, n, scratch_, scratch_len_);
                         rd_ += n;
                         payload_left_ -= n;
                         continue;
                     }
-                    if (place_.kind == Placement::Kind::kIov &&
-                        payload_left_ >= kDirectThreshold) {
+                    if (place_.kind == Placement::Kind::kIov && payload_left_ >= kDirectThreshold) {
                         const size_t before = payload_left_;
                         st = finish_payload_from_socket();
                         if (st != IoStatus::kOk) return st;

@@ -25,6 +25,10 @@ struct Placement {
     int iovcnt = 0;
 };
 
+// Copies `n` bytes into the iovec list at position (idx, off), advancing the position. The
+// caller guarantees room (and holds an AppMemoryAccess when the iovecs are application memory).
+void copy_to_iov(const iovec *iov, int &idx, size_t &off, const uint8_t *src, size_t n);
+
 // Small payloads (control messages, read requests) that the stream keeps for the owner.
 constexpr size_t kScratchPayloadMax = 64;
 
@@ -32,7 +36,7 @@ class StreamHandler;
 
 // Builds one writev batch: fixed header slots plus gathered payload pieces.
 class TxBatch {
-public:
+  public:
     static constexpr int kMaxSegments = 32;
     static constexpr int kMaxIov = 128;
     static constexpr size_t kSlotInline = 64;
@@ -48,7 +52,7 @@ public:
     bool empty() const { return nseg_ == 0; }
     size_t bytes() const { return bytes_; }
 
-private:
+  private:
     friend class FpduStream;
     struct Slot {
         uint8_t head[wire::kMaxHeaderLen + kSlotInline];
@@ -65,7 +69,7 @@ private:
 enum class IoStatus { kOk, kClosed, kError };
 
 class StreamHandler {
-public:
+  public:
     virtual ~StreamHandler() = default;
     // A header arrived: say where its payload goes. Return false for a protocol violation
     // (the caller terminates the stream).
@@ -79,7 +83,7 @@ public:
 };
 
 class FpduStream {
-public:
+  public:
     FpduStream(UniqueFd fd, bool crc);
     int fd() const { return fd_.get(); }
     bool crc() const { return crc_; }
@@ -94,7 +98,7 @@ public:
     // A protocol error detected by the stream itself (bad header or CRC).
     bool protocol_error() const { return proto_error_; }
 
-private:
+  private:
     enum class RxState { kHeader, kPayload, kTrailer };
     bool refill(IoStatus &st);
     size_t staged() const { return wr_ - rd_; }

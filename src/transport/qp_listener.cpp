@@ -13,12 +13,38 @@
 #include "common/log.h"
 
 namespace softrdma::transport {
+
+UniqueFd bind_wildcard(int type, uint16_t &port) {
+    UniqueFd fd(::socket(AF_INET6, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    if (fd) {
+        int zero = 0;
+        setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+        sockaddr_in6 a{};
+        a.sin6_family = AF_INET6;
+        a.sin6_addr = in6addr_any;
+        if (::bind(fd.get(), reinterpret_cast<sockaddr *>(&a), sizeof a) != 0) fd.reset();
+    }
+    if (!fd) {
+        fd.reset(::socket(AF_INET, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+        if (!fd) return fd;
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        if (::bind(fd.get(), reinterpret_cast<sockaddr *>(&a), sizeof a) != 0) return UniqueFd();
+    }
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    getsockname(fd.get(), reinterpret_cast<sockaddr *>(&ss), &len);
+    port = ntohs(ss.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6 &>(ss).sin6_port
+                                          : reinterpret_cast<sockaddr_in &>(ss).sin_port);
+    return fd;
+}
+
 namespace {
 
 constexpr uint64_t kHandshakeTimeoutNs = 5'000'000'000ull;
 
 class Listener : public Pollable, public std::enable_shared_from_this<Listener> {
-public:
+  public:
     static std::shared_ptr<Listener> open();
     uint16_t port() const { return port_; }
     // Returns the slot, or -1 when full.
@@ -27,7 +53,7 @@ public:
     std::shared_ptr<QpAcceptor> find(uint32_t slot);
     void on_io(uint32_t events) override;
 
-private:
+  private:
     UniqueFd fd_;
     uint16_t port_ = 0;
     std::mutex mu_;
@@ -48,29 +74,8 @@ std::shared_ptr<Listener> find_listener(uint16_t port) {
 
 std::shared_ptr<Listener> Listener::open() {
     auto l = std::make_shared<Listener>();
-    // Dual-stack wildcard so IPv4-mapped and IPv6 GIDs both reach it.
-    UniqueFd fd(::socket(AF_INET6, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-    if (fd) {
-        int zero = 0;
-        setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
-        sockaddr_in6 a{};
-        a.sin6_family = AF_INET6;
-        a.sin6_addr = in6addr_any;
-        if (::bind(fd.get(), reinterpret_cast<sockaddr *>(&a), sizeof a) != 0) fd.reset();
-    }
-    if (!fd) {
-        fd.reset(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-        if (!fd) return nullptr;
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        if (::bind(fd.get(), reinterpret_cast<sockaddr *>(&a), sizeof a) != 0) return nullptr;
-    }
-    if (::listen(fd.get(), 1024) != 0) return nullptr;
-    sockaddr_storage ss{};
-    socklen_t len = sizeof ss;
-    getsockname(fd.get(), reinterpret_cast<sockaddr *>(&ss), &len);
-    l->port_ = ntohs(ss.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6 &>(ss).sin6_port
-                                              : reinterpret_cast<sockaddr_in &>(ss).sin_port);
+    UniqueFd fd = bind_wildcard(SOCK_STREAM, l->port_);
+    if (!fd || ::listen(fd.get(), 1024) != 0) return nullptr;
     l->fd_ = std::move(fd);
     if (!ProgressEngine::get().watch(l->fd_.get(), l, EPOLLIN)) return nullptr;
     return l;
@@ -117,8 +122,8 @@ void Listener::on_io(uint32_t) {
                 d.kind = MpaHandshake::Decision::Kind::kClose;
                 return d;
             }
-            auto qp = qpn_port(hello.dst_qpn) == l->port() ? l->find(hello.dst_qpn & 0xff)
-                                                           : nullptr;
+            auto qp =
+                qpn_port(hello.dst_qpn) == l->port() ? l->find(hello.dst_qpn & 0xff) : nullptr;
             if (!qp) {
                 d.kind = MpaHandshake::Decision::Kind::kReply;
                 d.reply = encode_hello_reply(hello, wire::QpHelloStatus::kNoSuchQp, 0, 0, 0);

@@ -473,18 +473,7 @@ int Qp::post_recv(ibv_recv_wr *wr, ibv_recv_wr **bad) {
         if (bad) *bad = wr;
         return EINVAL;
     }
-    for (; wr; wr = wr->next) {
-        if (wr->num_sge < 0 || uint32_t(wr->num_sge) > max_recv_sge_ ||
-            (wr->num_sge > 0 && !wr->sg_list)) {
-            if (bad) *bad = wr;
-            return EINVAL;
-        }
-        if (rq_.full()) {
-            if (bad) *bad = wr;
-            return ENOMEM;
-        }
-        rq_.push(*wr);
-    }
+    if (const int err = rq_.post(wr, bad)) return err;
     if (qp_base.state == IBV_QPS_ERR) flush_all(lk);
     return 0;
 }

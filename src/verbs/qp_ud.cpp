@@ -30,28 +30,9 @@ constexpr int kUdSocketBuffer = 4 << 20;
 
 int Qp::ud_open() {
     for (int attempt = 0; attempt < 4; ++attempt) {
-        UniqueFd fd(::socket(AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-        if (fd) {
-            int zero = 0;
-            setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
-            sockaddr_in6 a{};
-            a.sin6_family = AF_INET6;
-            a.sin6_addr = in6addr_any;
-            if (::bind(fd.get(), reinterpret_cast<sockaddr *>(&a), sizeof a) != 0) fd.reset();
-        }
-        if (!fd) {
-            fd.reset(::socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-            sockaddr_in a{};
-            a.sin_family = AF_INET;
-            if (!fd || ::bind(fd.get(), reinterpret_cast<sockaddr *>(&a), sizeof a) != 0)
-                return errno ? errno : ENOMEM;
-        }
-        sockaddr_storage ss{};
-        socklen_t len = sizeof ss;
-        getsockname(fd.get(), reinterpret_cast<sockaddr *>(&ss), &len);
-        const uint16_t port =
-            ntohs(ss.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6 &>(ss).sin6_port
-                                           : reinterpret_cast<sockaddr_in &>(ss).sin_port);
+        uint16_t port = 0;
+        UniqueFd fd = transport::bind_wildcard(SOCK_DGRAM, port);
+        if (!fd) return errno ? errno : ENOMEM;
         if (port == 0xffff) continue;  // 0xffffff is the multicast QPN
         // A deep socket buffer rides out bursts while the application reposts receives; the
         // kernel caps the request at net.core.rmem_max.
@@ -226,25 +207,10 @@ void Qp::ud_deliver(std::span<const uint8_t> dgram, const sockaddr *from) {
     }
     {
         AppMemoryAccess app;
-        const uint8_t *parts[2] = {grh, payload.data()};
-        const size_t lens[2] = {kGrhLen, payload.size()};
         int vi = 0;
         size_t voff = 0;
-        for (int k = 0; k < 2; ++k) {
-            const uint8_t *src = parts[k];
-            size_t left = lens[k];
-            while (left) {
-                const size_t take = std::min(left, iov[vi].iov_len - voff);
-                std::memcpy(static_cast<uint8_t *>(iov[vi].iov_base) + voff, src, take);
-                src += take;
-                left -= take;
-                voff += take;
-                if (voff == iov[vi].iov_len) {
-                    ++vi;
-                    voff = 0;
-                }
-            }
-        }
+        transport::copy_to_iov(iov, vi, voff, grh, kGrhLen);
+        transport::copy_to_iov(iov, vi, voff, payload.data(), payload.size());
     }
     ibv_wc wc{};
     wc.wr_id = r.wr_id;

@@ -24,19 +24,7 @@ Srq::~Srq() {
 
 int Srq::post(ibv_recv_wr *wr, ibv_recv_wr **bad) {
     std::lock_guard lk(mu_);
-    for (; wr; wr = wr->next) {
-        if (wr->num_sge < 0 || uint32_t(wr->num_sge) > max_sge_ ||
-            (wr->num_sge > 0 && !wr->sg_list)) {
-            if (bad) *bad = wr;
-            return EINVAL;
-        }
-        if (rq_.full()) {
-            if (bad) *bad = wr;
-            return ENOMEM;
-        }
-        rq_.push(*wr);
-    }
-    return 0;
+    return rq_.post(wr, bad);
 }
 
 bool Srq::take(RecvWqe &out, std::vector<Sge> &sges) {

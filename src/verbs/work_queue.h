@@ -2,6 +2,7 @@
 #pragma once
 #include <infiniband/verbs.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <vector>
 
@@ -21,7 +22,7 @@ struct RecvWqe {
 
 // Receive WQEs with their scatter lists stored side by side.
 class RecvQueue {
-public:
+  public:
     void init(uint32_t depth, uint32_t max_sge) {
         wqes_.assign(depth, {});
         sges_.assign(size_t(depth) * max_sge, {});
@@ -32,6 +33,25 @@ public:
     uint32_t count() const { return count_; }
     bool full() const { return count_ == wqes_.size(); }
     bool empty() const { return count_ == 0; }
+
+    // Queues a chain of receive WRs with ibv_post_recv's checks: EINVAL for a bad scatter
+    // list, ENOMEM when full; `bad` names the first WR not queued.
+    int post(ibv_recv_wr *wr, ibv_recv_wr **bad) {
+        for (; wr; wr = wr->next) {
+            int err = 0;
+            if (wr->num_sge < 0 || uint32_t(wr->num_sge) > max_sge_ ||
+                (wr->num_sge > 0 && !wr->sg_list))
+                err = EINVAL;
+            else if (full())
+                err = ENOMEM;
+            if (err) {
+                if (bad) *bad = wr;
+                return err;
+            }
+            push(*wr);
+        }
+        return 0;
+    }
 
     // Caller checked num_sge <= max_sge and !full().
     void push(const ibv_recv_wr &wr) {
@@ -68,7 +88,7 @@ public:
         *this = std::move(n);
     }
 
-private:
+  private:
     std::vector<RecvWqe> wqes_;
     std::vector<Sge> sges_;
     uint32_t max_sge_ = 1;

@@ -11,29 +11,12 @@
 #include <thread>
 #include <vector>
 
+#include "process/cm_helpers.h"
 #include "process/harness.h"
 
 using namespace sr_test;
 
 namespace {
-
-rdma_cm_event *next_event(rdma_event_channel *ch, int timeout_ms = 15000) {
-    pollfd p{ch->fd, POLLIN, 0};
-    PCHECK(poll(&p, 1, timeout_ms) == 1);
-    rdma_cm_event *ev;
-    PCHECK(rdma_get_cm_event(ch, &ev) == 0);
-    return ev;
-}
-
-rdma_cm_event *expect(rdma_event_channel *ch, rdma_cm_event_type t) {
-    rdma_cm_event *ev = next_event(ch);
-    if (ev->event != t) {
-        std::fprintf(stderr, "got %s status %d, wanted %s\n", rdma_event_str(ev->event),
-                     ev->status, rdma_event_str(t));
-        _exit(4);
-    }
-    return ev;
-}
 
 constexpr int kThreads = 4, kPerThread = 3;
 
@@ -99,32 +82,24 @@ TEST(CmConcurrency, ThreadsWithOwnChannelsAgainstOneListener) {
             ts.emplace_back([&, t] {
                 rdma_event_channel *ch = rdma_create_event_channel();
                 for (int k = 0; k < kPerThread; ++k) {
-                    rdma_cm_id *id;
-                    PCHECK(rdma_create_id(ch, &id, nullptr, RDMA_PS_TCP) == 0);
-                    sockaddr_in d{};
-                    d.sin_family = AF_INET;
-                    d.sin_port = htons(port);
-                    d.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-                    PCHECK(rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr *>(&d), 2000) == 0);
-                    rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED));
-                    PCHECK(rdma_resolve_route(id, 2000) == 0);
-                    rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED));
+                    rdma_cm_id *id = resolved_id(ch, port);
                     ibv_qp_init_attr qa{};
                     qa.qp_type = IBV_QPT_RC;
                     qa.cap.max_send_wr = qa.cap.max_recv_wr = 2;
                     qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
                     PCHECK(rdma_create_qp(id, nullptr, &qa) == 0);
                     PCHECK(rdma_connect(id, nullptr) == 0);
-                    rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ESTABLISHED));
+                    rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_ESTABLISHED, 15000));
                     char msg[32];
                     std::snprintf(msg, sizeof msg, "thread %d conn %d", t, k);
                     ibv_mr *mr = rdma_reg_msgs(id, msg, sizeof msg);
-                    PCHECK(rdma_post_send(id, nullptr, msg, sizeof msg, mr, IBV_SEND_SIGNALED) == 0);
+                    PCHECK(rdma_post_send(id, nullptr, msg, sizeof msg, mr, IBV_SEND_SIGNALED) ==
+                           0);
                     ibv_wc wc;
                     PCHECK(rdma_get_send_comp(id, &wc) == 1);
                     PCHECK_EQ(wc.status, IBV_WC_SUCCESS);
                     PCHECK(rdma_disconnect(id) == 0);
-                    rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_DISCONNECTED));
+                    rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_DISCONNECTED, 15000));
                     rdma_dereg_mr(mr);
                     rdma_destroy_qp(id);
                     PCHECK(rdma_destroy_id(id) == 0);
@@ -151,14 +126,14 @@ TEST(CmConcurrency, BacklogHoldsRequests) {
         PCHECK(rdma_bind_addr(l, reinterpret_cast<sockaddr *>(&a)) == 0);
         PCHECK(rdma_listen(l, 1) == 0);
         oob.put<uint16_t>(ntohs(rdma_get_src_port(l)));
-        rdma_cm_event *ev = expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+        rdma_cm_event *ev = wait_event(ch, RDMA_CM_EVENT_CONNECT_REQUEST, 15000);
         rdma_cm_id *first = ev->id;
         rdma_ack_cm_event(ev);
         oob.barrier();  // the client has sent its second request
         pollfd p{ch->fd, POLLIN, 0};
         PCHECK_EQ(poll(&p, 1, 300), 0);  // held back by the backlog
         PCHECK(rdma_reject(first, nullptr, 0) == 0);
-        ev = expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST);  // now it comes
+        ev = wait_event(ch, RDMA_CM_EVENT_CONNECT_REQUEST, 15000);  // now it comes
         rdma_cm_id *second = ev->id;
         rdma_ack_cm_event(ev);
         PCHECK(rdma_reject(second, nullptr, 0) == 0);
@@ -173,20 +148,12 @@ TEST(CmConcurrency, BacklogHoldsRequests) {
         rdma_event_channel *ch = rdma_create_event_channel();
         rdma_cm_id *ids[2];
         for (auto &id : ids) {
-            PCHECK(rdma_create_id(ch, &id, nullptr, RDMA_PS_TCP) == 0);
-            sockaddr_in d{};
-            d.sin_family = AF_INET;
-            d.sin_port = htons(port);
-            d.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-            PCHECK(rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr *>(&d), 2000) == 0);
-            rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED));
-            PCHECK(rdma_resolve_route(id, 2000) == 0);
-            rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED));
+            id = resolved_id(ch, port);
             PCHECK(rdma_connect(id, nullptr) == 0);
         }
         oob.barrier();
         for (int i = 0; i < 2; ++i) {
-            rdma_cm_event *ev = expect(ch, RDMA_CM_EVENT_REJECTED);
+            rdma_cm_event *ev = wait_event(ch, RDMA_CM_EVENT_REJECTED, 15000);
             PCHECK_EQ(ev->status, 28);
             rdma_ack_cm_event(ev);
         }

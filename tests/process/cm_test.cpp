@@ -13,59 +13,12 @@
 #include <cstring>
 #include <thread>
 
+#include "process/cm_helpers.h"
 #include "process/harness.h"
 
 using namespace sr_test;
 
 namespace {
-
-rdma_cm_event *wait_event(rdma_event_channel *ch, rdma_cm_event_type want, int timeout_ms = 10000) {
-    pollfd p{ch->fd, POLLIN, 0};
-    PCHECK(poll(&p, 1, timeout_ms) == 1);
-    rdma_cm_event *ev = nullptr;
-    PCHECK(rdma_get_cm_event(ch, &ev) == 0);
-    if (ev->event != want) {
-        std::fprintf(stderr, "[pid %d] got %s (status %d), wanted %s\n", getpid(),
-                     rdma_event_str(ev->event), ev->status, rdma_event_str(want));
-        _exit(4);
-    }
-    return ev;
-}
-
-sockaddr_in loopback(uint16_t port) {
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    return a;
-}
-
-// Server side: listen on an allocated port and tell the client which.
-rdma_cm_id *listen_any(rdma_event_channel *ch, Oob &oob) {
-    rdma_cm_id *l;
-    PCHECK(rdma_create_id(ch, &l, nullptr, RDMA_PS_TCP) == 0);
-    sockaddr_in a = loopback(0);
-    PCHECK(rdma_bind_addr(l, reinterpret_cast<sockaddr *>(&a)) == 0);
-    PCHECK(rdma_listen(l, 4) == 0);
-    const uint16_t port = ntohs(rdma_get_src_port(l));
-    PCHECK(port != 0);
-    oob.put(port);
-    return l;
-}
-
-// Client side: resolve address and route to the server's port.
-rdma_cm_id *resolved_id(rdma_event_channel *ch, uint16_t port) {
-    rdma_cm_id *id;
-    PCHECK(rdma_create_id(ch, &id, nullptr, RDMA_PS_TCP) == 0);
-    sockaddr_in d = loopback(port);
-    PCHECK(rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr *>(&d), 2000) == 0);
-    rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_ADDR_RESOLVED));
-    PCHECK(id->verbs != nullptr);
-    PCHECK(id->port_num == 1);
-    PCHECK(rdma_resolve_route(id, 2000) == 0);
-    rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_ROUTE_RESOLVED));
-    return id;
-}
 
 ibv_qp_init_attr qp_attr() {
     ibv_qp_init_attr a{};
@@ -358,7 +311,8 @@ TEST(CmLocal, StateErrorsOptionsChannelsAndAcks) {
         // Options.
         int one = 1;
         uint8_t tos = 0x20;
-        PCHECK(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR, &one, sizeof one) == 0);
+        PCHECK(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR, &one, sizeof one) ==
+               0);
         PCHECK(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, 1) == 0);
         errno = 0;
         PCHECK(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &one, sizeof one) == -1 &&
@@ -484,7 +438,8 @@ TEST(Cm, RdmaVerbsReadWriteHelpers) {
         ibv_mr *mr = rdma_reg_read(id, buf, sizeof buf);  // read access is a superset here
         ibv_dereg_mr(mr);
         mr = rdma_reg_msgs(id, buf, sizeof buf);
-        PCHECK(rdma_post_write(id, nullptr, buf, 20, mr, IBV_SEND_SIGNALED, adv.addr, adv.rkey) == 0);
+        PCHECK(rdma_post_write(id, nullptr, buf, 20, mr, IBV_SEND_SIGNALED, adv.addr, adv.rkey) ==
+               0);
         ibv_wc wc;
         PCHECK(rdma_get_send_comp(id, &wc) == 1);
         PCHECK_EQ(wc.status, IBV_WC_SUCCESS);
@@ -531,7 +486,6 @@ TEST(CmLocal, DevicesAndAddrinfo) {
     EXPECT_PAIR_OK(run_pair(body, [](Oob &) { return 0; }));
 }
 
-
 // responder_resources negotiated at accept is what the responder enforces: 0 means no READ.
 TEST(Cm, ReadNeedsResponderResources) {
     auto server = [](Oob &oob) {
@@ -543,8 +497,8 @@ TEST(Cm, ReadNeedsResponderResources) {
         ibv_qp_init_attr qa = qp_attr();
         PCHECK(rdma_create_qp(c, nullptr, &qa) == 0);
         static char buf[64] = "secret";
-        ibv_mr *mr = ibv_reg_mr(c->pd, buf, sizeof buf,
-                                IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+        ibv_mr *mr =
+            ibv_reg_mr(c->pd, buf, sizeof buf, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
         uint64_t adv[2] = {uint64_t(uintptr_t(buf)), mr->rkey};
         rdma_conn_param p{};
         p.private_data = adv;

@@ -10,53 +10,12 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "process/cm_helpers.h"
 #include "process/harness.h"
 
 using namespace sr_test;
 
 namespace {
-
-rdma_cm_event *wait_ev(rdma_event_channel *ch, rdma_cm_event_type want, int timeout_ms = 10000) {
-    pollfd p{ch->fd, POLLIN, 0};
-    PCHECK(poll(&p, 1, timeout_ms) == 1);
-    rdma_cm_event *ev = nullptr;
-    PCHECK(rdma_get_cm_event(ch, &ev) == 0);
-    if (ev->event != want) {
-        std::fprintf(stderr, "[pid %d] got %s (status %d), wanted %s\n", getpid(),
-                     rdma_event_str(ev->event), ev->status, rdma_event_str(want));
-        _exit(4);
-    }
-    return ev;
-}
-
-sockaddr_in loopback(uint16_t port) {
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    return a;
-}
-
-rdma_cm_id *udp_listener(rdma_event_channel *ch, Oob &oob) {
-    rdma_cm_id *l;
-    PCHECK(rdma_create_id(ch, &l, nullptr, RDMA_PS_UDP) == 0);
-    sockaddr_in a = loopback(0);
-    PCHECK(rdma_bind_addr(l, reinterpret_cast<sockaddr *>(&a)) == 0);
-    PCHECK(rdma_listen(l, 4) == 0);
-    oob.put<uint16_t>(ntohs(rdma_get_src_port(l)));
-    return l;
-}
-
-rdma_cm_id *udp_resolved(rdma_event_channel *ch, uint16_t port) {
-    rdma_cm_id *id;
-    PCHECK(rdma_create_id(ch, &id, nullptr, RDMA_PS_UDP) == 0);
-    sockaddr_in d = loopback(port);
-    PCHECK(rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr *>(&d), 2000) == 0);
-    rdma_ack_cm_event(wait_ev(ch, RDMA_CM_EVENT_ADDR_RESOLVED));
-    PCHECK(rdma_resolve_route(id, 2000) == 0);
-    rdma_ack_cm_event(wait_ev(ch, RDMA_CM_EVENT_ROUTE_RESOLVED));
-    return id;
-}
 
 ibv_qp_init_attr ud_attr() {
     ibv_qp_init_attr a{};
@@ -74,8 +33,8 @@ ibv_qp_init_attr ud_attr() {
 TEST(CmUd, SidrAcceptThenDatagram) {
     auto server = [](Oob &oob) {
         rdma_event_channel *ch = rdma_create_event_channel();
-        rdma_cm_id *l = udp_listener(ch, oob);
-        rdma_cm_event *ev = wait_ev(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+        rdma_cm_id *l = listen_any(ch, oob, RDMA_PS_UDP);
+        rdma_cm_event *ev = wait_event(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
         rdma_cm_id *id = ev->id;
         PCHECK(ev->listen_id == l);
         PCHECK_EQ(ev->param.ud.private_data_len, 180);
@@ -116,7 +75,7 @@ TEST(CmUd, SidrAcceptThenDatagram) {
     auto client = [](Oob &oob) {
         const uint16_t port = oob.get<uint16_t>();
         rdma_event_channel *ch = rdma_create_event_channel();
-        rdma_cm_id *id = udp_resolved(ch, port);
+        rdma_cm_id *id = resolved_id(ch, port, RDMA_PS_UDP);
         ibv_qp_init_attr qa = ud_attr();
         PCHECK(rdma_create_qp(id, nullptr, &qa) == 0);
         uint8_t req[100];
@@ -125,7 +84,7 @@ TEST(CmUd, SidrAcceptThenDatagram) {
         p.private_data = req;
         p.private_data_len = sizeof req;
         PCHECK(rdma_connect(id, &p) == 0);
-        rdma_cm_event *ev = wait_ev(ch, RDMA_CM_EVENT_ESTABLISHED);
+        rdma_cm_event *ev = wait_event(ch, RDMA_CM_EVENT_ESTABLISHED);
         PCHECK_EQ(ev->param.ud.private_data_len, 136);
         const auto *rp = static_cast<const uint8_t *>(ev->param.ud.private_data);
         for (int i = 0; i < 136; ++i) PCHECK_EQ(rp[i], uint8_t(200 - i));
@@ -158,8 +117,8 @@ TEST(CmUd, SidrAcceptThenDatagram) {
 TEST(CmUd, SidrRejectIsUnreachable) {
     auto server = [](Oob &oob) {
         rdma_event_channel *ch = rdma_create_event_channel();
-        rdma_cm_id *l = udp_listener(ch, oob);
-        rdma_cm_event *ev = wait_ev(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+        rdma_cm_id *l = listen_any(ch, oob, RDMA_PS_UDP);
+        rdma_cm_event *ev = wait_event(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
         rdma_cm_id *id = ev->id;
         rdma_ack_cm_event(ev);
         char big[137] = {};
@@ -175,7 +134,7 @@ TEST(CmUd, SidrRejectIsUnreachable) {
     auto client = [](Oob &oob) {
         const uint16_t port = oob.get<uint16_t>();
         rdma_event_channel *ch = rdma_create_event_channel();
-        rdma_cm_id *id = udp_resolved(ch, port);
+        rdma_cm_id *id = resolved_id(ch, port, RDMA_PS_UDP);
         uint8_t big[181] = {};
         rdma_conn_param p{};
         p.private_data = big;
@@ -183,7 +142,7 @@ TEST(CmUd, SidrRejectIsUnreachable) {
         PCHECK(rdma_connect(id, &p) == -1);  // over 180 bytes
         PCHECK_EQ(errno, EINVAL);
         PCHECK(rdma_connect(id, nullptr) == 0);
-        rdma_cm_event *ev = wait_ev(ch, RDMA_CM_EVENT_UNREACHABLE);
+        rdma_cm_event *ev = wait_event(ch, RDMA_CM_EVENT_UNREACHABLE);
         PCHECK_EQ(ev->status, 2);
         PCHECK(std::memcmp(ev->param.ud.private_data, "nope", 4) == 0);
         rdma_ack_cm_event(ev);
@@ -217,10 +176,10 @@ TEST(CmUd, SidrTimeoutIsUnreachable) {
         setenv("SOFTRDMA_CM_TIMEOUT_MS", "600", 1);
         const uint16_t port = oob.get<uint16_t>();
         rdma_event_channel *ch = rdma_create_event_channel();
-        rdma_cm_id *id = udp_resolved(ch, port);
+        rdma_cm_id *id = resolved_id(ch, port, RDMA_PS_UDP);
         const uint64_t t0 = now_ms();
         PCHECK(rdma_connect(id, nullptr) == 0);
-        rdma_cm_event *ev = wait_ev(ch, RDMA_CM_EVENT_UNREACHABLE, 5000);
+        rdma_cm_event *ev = wait_event(ch, RDMA_CM_EVENT_UNREACHABLE, 5000);
         PCHECK_EQ(ev->status, -ETIMEDOUT);
         const uint64_t took = now_ms() - t0;
         PCHECK(took >= 550 && took < 3000);

@@ -1,0 +1,62 @@
+#include "process/cm_helpers.h"
+
+#include <arpa/inet.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+namespace sr_test {
+
+rdma_cm_event *next_event(rdma_event_channel *ch, int timeout_ms) {
+    pollfd p{ch->fd, POLLIN, 0};
+    PCHECK(poll(&p, 1, timeout_ms) == 1);
+    rdma_cm_event *ev = nullptr;
+    PCHECK(rdma_get_cm_event(ch, &ev) == 0);
+    return ev;
+}
+
+rdma_cm_event *wait_event(rdma_event_channel *ch, rdma_cm_event_type want, int timeout_ms) {
+    rdma_cm_event *ev = next_event(ch, timeout_ms);
+    if (ev->event != want) {
+        std::fprintf(stderr, "[pid %d] got %s (status %d), wanted %s\n", getpid(),
+                     rdma_event_str(ev->event), ev->status, rdma_event_str(want));
+        _exit(4);
+    }
+    return ev;
+}
+
+sockaddr_in loopback(uint16_t port) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return a;
+}
+
+rdma_cm_id *listen_any(rdma_event_channel *ch, Oob &oob, rdma_port_space ps) {
+    rdma_cm_id *l;
+    PCHECK(rdma_create_id(ch, &l, nullptr, ps) == 0);
+    sockaddr_in a = loopback(0);
+    PCHECK(rdma_bind_addr(l, reinterpret_cast<sockaddr *>(&a)) == 0);
+    PCHECK(rdma_listen(l, 4) == 0);
+    const uint16_t port = ntohs(rdma_get_src_port(l));
+    PCHECK(port != 0);
+    oob.put(port);
+    return l;
+}
+
+rdma_cm_id *resolved_id(rdma_event_channel *ch, uint16_t port, rdma_port_space ps) {
+    rdma_cm_id *id;
+    PCHECK(rdma_create_id(ch, &id, nullptr, ps) == 0);
+    sockaddr_in d = loopback(port);
+    PCHECK(rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr *>(&d), 2000) == 0);
+    rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_ADDR_RESOLVED));
+    PCHECK(id->verbs != nullptr);
+    PCHECK(id->port_num == 1);
+    PCHECK(rdma_resolve_route(id, 2000) == 0);
+    rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_ROUTE_RESOLVED));
+    return id;
+}
+
+}  // namespace sr_test

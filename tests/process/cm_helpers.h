@@ -1,0 +1,22 @@
+// Helpers the CM process tests share: bounded event waits and loopback ids.
+#pragma once
+#include <netinet/in.h>
+#include <rdma/rdma_cma.h>
+
+#include <cstdint>
+
+#include "process/harness.h"
+
+namespace sr_test {
+
+// The next event on `ch`; the child fails if none comes within `timeout_ms`.
+rdma_cm_event *next_event(rdma_event_channel *ch, int timeout_ms = 15000);
+// The next event, which must be `want` (the child exits 4 otherwise).
+rdma_cm_event *wait_event(rdma_event_channel *ch, rdma_cm_event_type want, int timeout_ms = 10000);
+sockaddr_in loopback(uint16_t port);
+// Server side: an id of `ps` listening on an allocated loopback port, told to the peer.
+rdma_cm_id *listen_any(rdma_event_channel *ch, Oob &oob, rdma_port_space ps = RDMA_PS_TCP);
+// Client side: an id of `ps` with address and route resolved to the server's port.
+rdma_cm_id *resolved_id(rdma_event_channel *ch, uint16_t port, rdma_port_space ps = RDMA_PS_TCP);
+
+}  // namespace sr_test
