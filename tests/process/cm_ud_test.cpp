@@ -124,7 +124,11 @@ TEST(CmUd, SidrRejectIsUnreachable) {
         char big[137] = {};
         PCHECK(rdma_reject(id, big, 137) == -1);
         PCHECK_EQ(errno, EINVAL);
+        PCHECK(rdma_accept(id, nullptr) == -1);  // no QP and no qp_num to answer with
+        PCHECK_EQ(errno, EINVAL);
         PCHECK(rdma_reject(id, "nope", 4) == 0);
+        PCHECK(rdma_reject(id, nullptr, 0) == -1);  // answered already
+        PCHECK_EQ(errno, EINVAL);
         oob.barrier();
         PCHECK(rdma_destroy_id(id) == 0);
         PCHECK(rdma_destroy_id(l) == 0);
