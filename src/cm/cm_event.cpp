@@ -43,6 +43,14 @@ void EventChannel::discard_for(const CmId *id) {
         it = (*it)->owner.get() == id ? q_.erase(it) : it + 1;
 }
 
+void EventChannel::discard_all() {
+    std::deque<std::unique_ptr<CmEvent>> gone;
+    {
+        std::lock_guard lk(mu_);
+        gone.swap(q_);
+    }  // events (and the ids they keep alive) die outside the lock
+}
+
 bool EventChannel::empty() {
     std::lock_guard lk(mu_);
     return q_.empty();

@@ -17,12 +17,12 @@ class CmId;
 // What the application receives; the private data lives inside the event.
 struct CmEvent : rdma_cm_event {
     uint8_t pd_buf[256];
-    std::shared_ptr<CmId> owner;  // keeps the id alive until the event is acked
+    std::shared_ptr<CmId> owner;   // keeps the id alive until the event is acked
     std::shared_ptr<CmId> new_id;  // CONNECT_REQUEST: the id the event created
 };
 
 class EventChannel : public rdma_event_channel {
-public:
+  public:
     EventChannel();
     static EventChannel *from(rdma_event_channel *c) { return static_cast<EventChannel *>(c); }
     void push(std::unique_ptr<CmEvent> ev);
@@ -30,9 +30,11 @@ public:
     CmEvent *get();
     // Drops queued, not yet delivered events of an id that is being destroyed.
     void discard_for(const CmId *id);
+    // Drops every queued event (the channel is being destroyed).
+    void discard_all();
     bool empty();
 
-private:
+  private:
     UniqueFd efd_;
     std::mutex mu_;
     std::deque<std::unique_ptr<CmEvent>> q_;

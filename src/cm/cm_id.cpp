@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <functional>
 #include <unordered_map>
 
@@ -229,7 +230,24 @@ rdma_event_channel *create_event_channel() {
 void destroy_event_channel(rdma_event_channel *ch) {
     if (!ch) return;
     CM_LOG("destroy_event_channel fd %d", ch->fd);
-    std::unique_ptr<EventChannel> owned(EventChannel::from(ch));
+    // Programs commonly tear down while their CM thread is on its way back into
+    // rdma_get_cm_event (rping does). Reclamation is deferred: the last few destroyed channels
+    // stay valid (and silent), so such a late reader blocks instead of reading freed memory or
+    // a reused fd. The bound keeps fds and memory constant for programs that churn channels.
+    constexpr size_t kRetired = 16;
+    static std::mutex retired_mu;
+    static std::deque<std::unique_ptr<EventChannel>> retired;
+    std::unique_ptr<EventChannel> old;
+    auto *c = EventChannel::from(ch);
+    c->discard_all();
+    {
+        std::lock_guard lk(retired_mu);
+        retired.emplace_back(c);
+        if (retired.size() > kRetired) {
+            old = std::move(retired.front());
+            retired.pop_front();
+        }
+    }
 }
 
 int get_cm_event(rdma_event_channel *ch, rdma_cm_event **out) {

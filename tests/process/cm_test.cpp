@@ -10,6 +10,7 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <thread>
 
@@ -615,4 +616,32 @@ TEST(Cm, ConnectResponseWithApplicationQp) {
         return 0;
     };
     EXPECT_PAIR_OK(run_pair(server, client));
+}
+
+// rping's teardown: the main thread destroys the channel while its CM thread is on its way
+// back into rdma_get_cm_event. The late call must block (as it would have a moment earlier),
+// not fail with a stray errno or read freed memory.
+TEST(Cm, LateReaderOfDestroyedChannelBlocks) {
+    auto side = [](Oob &oob) {
+        rdma_event_channel *ch = rdma_create_event_channel();
+        PCHECK(ch);
+        rdma_destroy_event_channel(ch);
+        std::atomic<bool> returned{false};
+        std::thread late([&] {
+            rdma_cm_event *ev = nullptr;
+            rdma_get_cm_event(ch, &ev);
+            returned = true;
+        });
+        late.detach();
+        usleep(300 * 1000);
+        PCHECK(!returned.load());
+        oob.barrier();
+        _exit(0);  // the blocked thread goes with the process, as in rping
+        return 0;
+    };
+    auto other = [](Oob &oob) {
+        oob.barrier();
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(side, other));
 }
