@@ -15,6 +15,7 @@
 #include "cm/cm_api.h"
 #include "cm/cm_id.h"
 #include "cm/cm_neigh.h"
+#include "transport/mcast_socket.h"
 #include "common/clock.h"
 
 namespace softrdma::cm {
@@ -129,8 +130,7 @@ void check_resolution(CmId &id);
 void release_port(const CmId &id) {
     std::lock_guard lk(g_ports_mu);
     auto &v = ports();
-    for (auto it = v.begin(); it != v.end();)
-        it = it->id == &id ? v.erase(it) : it + 1;
+    for (auto it = v.begin(); it != v.end();) it = it->id == &id ? v.erase(it) : it + 1;
 }
 
 int bind_addr(rdma_cm_id *raw, sockaddr *addr) {
@@ -160,19 +160,27 @@ int resolve_addr(rdma_cm_id *raw, sockaddr *src, sockaddr *dst, int timeout_ms) 
         } else if (id.state != State::kAddrBound) {
             return fail(EINVAL);
         }
+        uint8_t dgid[16];
+        sockaddr_to_gid(dst, dgid);
+        // A multicast group from a bound address needs no route: the join and the sends
+        // name the interface (Linux has no IPv6 multicast route on lo at all).
+        const bool group = transport::gid_is_multicast(dgid);
+        const bool need_route = !group || is_wildcard(&id.route.addr.src_addr);
         // The kernel's routing table picks the source address, as for any socket.
         UniqueFd probe(::socket(dst->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0));
         sockaddr_storage d{};
         std::memcpy(&d, dst, sockaddr_len(dst));
-        if (port_of(reinterpret_cast<sockaddr *>(&d)) == 0) set_port(reinterpret_cast<sockaddr *>(&d), htons(9));
-        if (!probe || ::connect(probe.get(), reinterpret_cast<sockaddr *>(&d), sockaddr_len(dst)) != 0) {
+        if (port_of(reinterpret_cast<sockaddr *>(&d)) == 0)
+            set_port(reinterpret_cast<sockaddr *>(&d), htons(9));
+        if (need_route && (!probe || ::connect(probe.get(), reinterpret_cast<sockaddr *>(&d),
+                                               sockaddr_len(dst)) != 0)) {
             const int err = errno;
             id.set_state(State::kAddrBound);
             return fail(err == EINVAL ? ENETUNREACH : err);
         }
         sockaddr_storage local{};
         socklen_t len = sizeof local;
-        getsockname(probe.get(), reinterpret_cast<sockaddr *>(&local), &len);
+        if (need_route) getsockname(probe.get(), reinterpret_cast<sockaddr *>(&local), &len);
         id.set_state(State::kAddrQuery);
         const uint16_t bound_port = port_of(&id.route.addr.src_addr);
         if (is_wildcard(&id.route.addr.src_addr)) {
@@ -186,13 +194,19 @@ int resolve_addr(rdma_cm_id *raw, sockaddr *src, sockaddr *dst, int timeout_ms) 
         if (!ctx) {
             id.set_state(State::kAddrBound);
             id.post_event(RDMA_CM_EVENT_ADDR_ERROR, -ENODEV);
+        } else if (group) {
+            id.verbs = ctx;  // a group has no next hop to wait for
+            id.port_num = 1;
+            id.set_state(State::kAddrResolved);
+            id.post_event(RDMA_CM_EVENT_ADDR_RESOLVED, 0);
         } else {
             id.verbs = ctx;
             id.port_num = 1;
             // RoCE resolution ends when the next hop answers ARP/ND: nudge the kernel into
             // asking, then watch the neighbour table until it answers or time runs out.
             [[maybe_unused]] ssize_t r = ::send(probe.get(), "", 1, MSG_DONTWAIT);
-            id.resolve_deadline_ns = now_ns() + uint64_t(timeout_ms > 0 ? timeout_ms : 2000) * 1000000ull;
+            id.resolve_deadline_ns =
+                now_ns() + uint64_t(timeout_ms > 0 ? timeout_ms : 2000) * 1000000ull;
             check_resolution(id);
         }
     }
@@ -249,8 +263,12 @@ int resolve_route(rdma_cm_id *raw, int timeout_ms) {
     return id.sync ? id.complete_sync() : 0;
 }
 
-uint16_t get_src_port(rdma_cm_id *raw) { return raw ? port_of(&raw->route.addr.src_addr) : 0; }
-uint16_t get_dst_port(rdma_cm_id *raw) { return raw ? port_of(&raw->route.addr.dst_addr) : 0; }
+uint16_t get_src_port(rdma_cm_id *raw) {
+    return raw ? port_of(&raw->route.addr.src_addr) : 0;
+}
+uint16_t get_dst_port(rdma_cm_id *raw) {
+    return raw ? port_of(&raw->route.addr.dst_addr) : 0;
+}
 
 ibv_context **get_devices(int *num) {
     const auto ctxs = all_contexts();
@@ -265,6 +283,8 @@ ibv_context **get_devices(int *num) {
     return list;
 }
 
-void free_devices(ibv_context **list) { free(list); }
+void free_devices(ibv_context **list) {
+    free(list);
+}
 
 }  // namespace softrdma::cm

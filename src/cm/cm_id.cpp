@@ -186,6 +186,8 @@ void CmId::post_event(rdma_cm_event_type type, int status, const void *pd, size_
         ev->param.conn.private_data_len = uint8_t(std::min<size_t>(len, 255));
     }
     if (ud) {
+        // MULTICAST_JOIN/ERROR carry the join's context where private data would be.
+        if (!len && ud->private_data) ev->param.ud.private_data = ud->private_data;
         ev->param.ud.ah_attr = ud->ah_attr;
         ev->param.ud.qp_num = ud->qp_num;
         ev->param.ud.qkey = ud->qkey;
@@ -359,6 +361,7 @@ int destroy_id(rdma_cm_id *raw) {
         id->set_state(State::kDestroying);
         release_listener(*id);
         abort_connection(*id);
+        leave_all_multicast(*id);
         // Every event handed to the application must be acked first (rdma_get_cm_event(3)).
         id->cv.wait(lk, [&] { return id->events_acked >= id->events_reported; });
     }

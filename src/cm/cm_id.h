@@ -129,6 +129,16 @@ class CmId : public rdma_cm_id,
     };
     std::vector<SidrSeen> sidr_seen;  // listener: requests already turned into ids
 
+    // Multicast groups joined through this id (cm_mcast.cpp).
+    struct McastJoin {
+        sockaddr_storage addr;  // as the application named the group, for leave
+        socklen_t addr_len;
+        void *context;
+        ibv_gid mgid;
+        bool send_only;
+    };
+    std::vector<McastJoin> mcast;
+
     // ECE.
     ibv_ece local_ece{};
     ibv_ece remote_ece{};
@@ -149,6 +159,9 @@ int sidr_listen(CmId &id);
 int sidr_connect(CmId &id, const rdma_conn_param *param);
 int sidr_answer(CmId &id, const rdma_conn_param *param, const void *pd, uint8_t len, bool reject);
 void sidr_on_timer(CmId &id);
+
+// cm_mcast.cpp (mu held).
+void leave_all_multicast(CmId &id);
 
 bool cm_debug();
 void cm_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

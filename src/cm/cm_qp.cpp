@@ -238,15 +238,4 @@ int init_qp_attr(rdma_cm_id *raw, ibv_qp_attr *attr, int *mask) {
     }
 }
 
-// Multicast comes with the datagram support (UD QPs over UDP).
-int join_multicast(rdma_cm_id *, sockaddr *, void *) {
-    return fail(ENOSYS);
-}
-int join_multicast_ex(rdma_cm_id *, rdma_cm_join_mc_attr_ex *, void *) {
-    return fail(ENOSYS);
-}
-int leave_multicast(rdma_cm_id *, sockaddr *) {
-    return fail(ENOSYS);
-}
-
 }  // namespace softrdma::cm

@@ -12,7 +12,8 @@ namespace softrdma::verbs {
 
 void install_context_ops(Context &c);
 
-Context::Context(Device *dev) : verbs_context{}, dev_(dev), async_fd_(eventfd(0, EFD_SEMAPHORE | EFD_CLOEXEC)) {
+Context::Context(Device *dev)
+    : verbs_context{}, dev_(dev), async_fd_(eventfd(0, EFD_SEMAPHORE | EFD_CLOEXEC)) {
     context.device = dev;
     context.cmd_fd = -1;
     context.async_fd = async_fd_.get();
@@ -23,7 +24,9 @@ Context::Context(Device *dev) : verbs_context{}, dev_(dev), async_fd_(eventfd(0,
     install_context_ops(*this);
 }
 
-Context::~Context() { pthread_mutex_destroy(&context.mutex); }
+Context::~Context() {
+    pthread_mutex_destroy(&context.mutex);
+}
 
 void Context::post_async(const ibv_async_event &ev) {
     {
@@ -78,6 +81,9 @@ void fill_device_attr(const Device &dev, ibv_device_attr &a) {
     a.max_ee_init_rd_atom = 0;
     a.atomic_cap = IBV_ATOMIC_HCA;
     a.max_ah = 1 << 20;
+    a.max_mcast_grp = kMaxMcastGroups;
+    a.max_mcast_qp_attach = kMaxMcastQpAttach;
+    a.max_total_mcast_qp_attach = kMaxMcastGroups * kMaxMcastQpAttach;
     a.max_srq = 1 << 20;
     a.max_srq_wr = kMaxSrqWr;
     a.max_srq_sge = kMaxSge;

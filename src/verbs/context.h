@@ -13,7 +13,7 @@
 namespace softrdma::verbs {
 
 class Context : public verbs_context {
-public:
+  public:
     explicit Context(Device *dev);
     ~Context();
     Context(const Context &) = delete;
@@ -22,16 +22,15 @@ public:
     ibv_context *ibv() { return &context; }
     Device *dev() const { return dev_; }
     static Context *from(ibv_context *c) {
-        return static_cast<Context *>(
-            reinterpret_cast<verbs_context *>(reinterpret_cast<char *>(c) -
-                                              offsetof(verbs_context, context)));
+        return static_cast<Context *>(reinterpret_cast<verbs_context *>(
+            reinterpret_cast<char *>(c) - offsetof(verbs_context, context)));
     }
 
     // Async events (ibv_get_async_event): queued here, signalled through async_fd.
     void post_async(const ibv_async_event &ev);
     int get_async(ibv_async_event *ev);
 
-private:
+  private:
     Device *dev_;
     UniqueFd async_fd_;
     std::mutex mu_;
@@ -43,6 +42,10 @@ void fill_port_attr(const Device &dev, ibv_port_attr &a);
 
 // Device-wide limits.
 constexpr int kMaxQpWr = 16384;
+// Multicast limits reported as rxe does; a QP's IPv4 groups are further capped by the
+// kernel's per-socket limit (net.ipv4.igmp_max_memberships, 20 by default).
+constexpr int kMaxMcastGroups = 8192;
+constexpr int kMaxMcastQpAttach = 56;
 constexpr int kMaxSge = 32;
 constexpr int kMaxCqe = 4 * 1024 * 1024;
 constexpr int kMaxRdAtomic = 16;

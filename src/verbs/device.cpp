@@ -83,6 +83,19 @@ bool Device::has_gid(const uint8_t gid[16]) const {
     return false;
 }
 
+bool Device::pick_gid(int index, bool v4, uint8_t out[16]) const {
+    static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    auto fits = [&](const Gid &g) { return (std::memcmp(g.raw, mapped, 12) == 0) == v4; };
+    std::lock_guard lk(mu_);
+    const Gid *pick = nullptr;
+    if (index >= 0 && size_t(index) < gids_.size() && fits(gids_[size_t(index)]))
+        pick = &gids_[size_t(index)];
+    for (size_t i = 0; !pick && i < gids_.size(); ++i)
+        if (fits(gids_[i])) pick = &gids_[i];
+    if (pick) std::memcpy(out, pick->raw, 16);
+    return pick != nullptr;
+}
+
 std::vector<Device *> scan_devices() {
     struct Found {
         std::string name;

@@ -19,7 +19,7 @@ struct Gid {
 bool gid_to_sockaddr(const uint8_t gid[16], uint16_t port, sockaddr_storage &out, socklen_t &len);
 
 class Device : public ibv_device {
-public:
+  public:
     Device(const std::string &ifname, int ifindex, bool loopback, const uint8_t mac[6]);
 
     const std::string &ifname() const { return ifname_; }
@@ -29,10 +29,13 @@ public:
     std::vector<Gid> gids() const;
     void set_gids(std::vector<Gid> g);
     bool has_gid(const uint8_t gid[16]) const;
+    // The GID at `index` if it is IPv4-mapped exactly when `v4`, else the first GID that
+    // is; false if the table has none of that family.
+    bool pick_gid(int index, bool v4, uint8_t out[16]) const;
 
     static Device *from(ibv_device *d) { return static_cast<Device *>(d); }
 
-private:
+  private:
     std::string ifname_;
     int ifindex_;
     bool loopback_;

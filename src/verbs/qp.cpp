@@ -112,7 +112,9 @@ std::shared_ptr<Qp> Qp::create(Context *ctx, ibv_qp_init_attr_ex &a, int &err) {
         err = EOPNOTSUPP;
         return nullptr;
     }
-    if ((a.comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a.create_flags) {
+    const uint32_t create_flags =
+        (a.comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) ? a.create_flags : 0u;
+    if (create_flags & ~uint32_t(IBV_QP_CREATE_BLOCK_SELF_MCAST_LB)) {
         err = EOPNOTSUPP;
         return nullptr;
     }
@@ -135,6 +137,7 @@ std::shared_ptr<Qp> Qp::create(Context *ctx, ibv_qp_init_attr_ex &a, int &err) {
         c.max_recv_sge = std::max(c.max_recv_sge, 1u);
     }
     auto qp = std::make_shared<Qp>(ctx, a);
+    qp->block_self_mcast_ = create_flags & IBV_QP_CREATE_BLOCK_SELF_MCAST_LB;
     if (type == IBV_QPT_UD) {
         if ((err = qp->ud_open()) != 0) return nullptr;
         if (!qp->ud_watch()) {
@@ -173,13 +176,15 @@ void Qp::shutdown() {
         hs = std::move(handshake_);
         if (ud_fd_) {
             transport::ProgressEngine::get().unwatch(ud_fd_.get());
+            if (mc_fd_) transport::ProgressEngine::get().unwatch(mc_fd_.get());
             const UdDrops &d = ud_drops_;
             SR_DEBUG(
                 "qp %u: UD datagrams dropped: no receive %llu, Q_Key %llu, malformed %llu, "
-                "not ready %llu, send failed %llu, socket full %u",
+                "not ready %llu, send failed %llu, own multicast %llu, socket full %u",
                 qp_base.qp_num, (unsigned long long)d.no_recv, (unsigned long long)d.qkey,
                 (unsigned long long)d.malformed, (unsigned long long)d.not_ready,
-                (unsigned long long)d.send_failed, d.socket_full);
+                (unsigned long long)d.send_failed, (unsigned long long)d.self_loopback,
+                d.socket_full);
         }
     }
     if (hs) hs->cancel();
@@ -634,6 +639,7 @@ bool Qp::poller_active() const {
 void Qp::update_interest(Lock &) {
     const int fd = stream_ ? stream_->fd() : ud_fd_.get();
     if (fd < 0 || destroyed_) return;
+    if (!stream_) mcast_interest();
     if (poller_active()) {
         if (armed_mask_) return;  // an event will come; the engine stands down then
         arm_timer_at(now_ns() + kPollerWindowNs);

@@ -4,6 +4,7 @@
 // transmission), qp_rx.cpp (placement and completion of incoming segments).
 #pragma once
 #include <infiniband/verbs.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <atomic>
@@ -22,6 +23,8 @@
 #include "verbs/work_queue.h"
 
 namespace softrdma::verbs {
+
+struct Ah;
 
 class Context;
 class Cq;
@@ -116,6 +119,11 @@ class Qp : public ibv_qp_ex,
     void wr_set_sges(const ibv_sge *sg, size_t n, bool inline_data);
     int wr_finish(bool commit);
 
+    // Multicast (qp_mcast.cpp): UD QPs receive a group's datagrams once attached.
+    int attach_mcast(const uint8_t mgid[16]);
+    int detach_mcast(const uint8_t mgid[16]);
+    void on_mcast_io();
+
   private:
     friend class QpTestPeer;
 
@@ -173,7 +181,16 @@ class Qp : public ibv_qp_ex,
     bool ud_watch();
     int ud_post_one(const ibv_send_wr &wr);
     void ud_progress(Lock &lk);
-    void ud_deliver(std::span<const uint8_t> dgram, const sockaddr *from);
+    void ud_deliver(std::span<const uint8_t> dgram, const sockaddr *from,
+                    const uint8_t *mgid = nullptr);
+    bool ud_recv_one(int fd, bool mcast);
+
+    // qp_mcast.cpp
+    void mcast_progress();
+    void mcast_interest();
+    bool mcast_fill_dst(const Ah &ah, sockaddr_storage &dst, socklen_t &dlen, msghdr &m,
+                        uint8_t *ctl, size_t ctl_len);
+    bool is_own_mcast(const sockaddr *from, uint32_t src_qpn) const;
 
   public:
     // Everything below is guarded by mu_.
@@ -272,8 +289,20 @@ class Qp : public ibv_qp_ex,
     // Datagrams lost, by cause (reported under SOFTRDMA_DEBUG when the QP is destroyed).
     struct UdDrops {
         uint64_t no_recv = 0, qkey = 0, malformed = 0, not_ready = 0, send_failed = 0;
-        uint32_t socket_full = 0;  // the kernel's SO_RXQ_OVFL counter
+        uint64_t self_loopback = 0;  // own multicast, IBV_QP_CREATE_BLOCK_SELF_MCAST_LB
+        uint32_t socket_full = 0;    // the kernel's SO_RXQ_OVFL counter
     } ud_drops_;
+
+    // Multicast: one socket on the group port, joined to every attached group.
+    struct McastGroup {
+        uint8_t mgid[16];
+        sockaddr_in6 ep;  // the IP group and port that carry it
+    };
+    UniqueFd mc_fd_;
+    std::shared_ptr<transport::Pollable> mc_watch_;
+    std::vector<McastGroup> mc_groups_;
+    std::atomic<bool> mc_armed_{false};
+    bool block_self_mcast_ = false;
 
     // ibv_wr_* builder.
     uint32_t wr_start_count_ = 0;

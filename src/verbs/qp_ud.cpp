@@ -16,6 +16,7 @@
 #include "verbs/cq.h"
 #include "verbs/qp.h"
 #include "verbs/srq.h"
+#include "transport/mcast_socket.h"
 #include "wire/ud_header.h"
 
 namespace softrdma::verbs {
@@ -24,6 +25,7 @@ namespace {
 constexpr size_t kGrhLen = 40;
 constexpr size_t kUdMaxPayload = 4096;  // the port's active MTU
 constexpr uint32_t kQkeyUseQp = 0x80000000u;
+constexpr uint32_t kMulticastQpn = 0xffffff;
 constexpr int kUdSocketBuffer = 4 << 20;
 
 }  // namespace
@@ -100,8 +102,12 @@ int Qp::ud_post_one(const ibv_send_wr &wr) {
     if (st == IBV_WC_SUCCESS) {
         sockaddr_storage dst;
         socklen_t dlen;
-        if (gid_to_sockaddr(ah->attr.grh.dgid.raw, transport::qpn_port(h.dst_qpn), dst, dlen)) {
-            msghdr m{};
+        msghdr m{};
+        alignas(cmsghdr) uint8_t ctl[CMSG_SPACE(sizeof(in6_pktinfo))];
+        const bool to_group = transport::gid_is_multicast(ah->attr.grh.dgid.raw);
+        if (to_group ? mcast_fill_dst(*ah, dst, dlen, m, ctl, sizeof ctl)
+                     : gid_to_sockaddr(ah->attr.grh.dgid.raw, transport::qpn_port(h.dst_qpn), dst,
+                                       dlen)) {
             m.msg_name = &dst;
             m.msg_namelen = dlen;
             m.msg_iov = iov;
@@ -122,38 +128,60 @@ int Qp::ud_post_one(const ibv_send_wr &wr) {
 
 void Qp::ud_progress(Lock &) {
     if (!ud_fd_) return;
-    for (int n = 0; n < 256; ++n) {
-        sockaddr_storage from{};
-        iovec iov{ud_buf_.data(), ud_buf_.size()};
-        msghdr m{};
-        m.msg_name = &from;
-        m.msg_namelen = sizeof from;
-        m.msg_iov = &iov;
-        m.msg_iovlen = 1;
-        alignas(cmsghdr) uint8_t ctl[CMSG_SPACE(sizeof(uint32_t))];
-        m.msg_control = ctl;
-        m.msg_controllen = sizeof ctl;
-        const ssize_t len = ::recvmsg(ud_fd_.get(), &m, MSG_DONTWAIT);
-        if (len < 0) return;
-        for (cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
-            if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_RXQ_OVFL) {
-                uint32_t n;
-                std::memcpy(&n, CMSG_DATA(c), sizeof n);
-                if (n != ud_drops_.socket_full)
-                    SR_DEBUG("qp %u: socket buffer overflowed, %u datagrams lost so far",
-                             qp_base.qp_num, n);
-                ud_drops_.socket_full = n;
-            }
-        ud_deliver(std::span<const uint8_t>(ud_buf_.data(), size_t(len)),
-                   reinterpret_cast<const sockaddr *>(&from));
+    for (int n = 0; n < 256 && ud_recv_one(ud_fd_.get(), false); ++n) {
     }
+    if (mc_fd_) mcast_progress();
 }
 
-void Qp::ud_deliver(std::span<const uint8_t> dgram, const sockaddr *from) {
+// Takes one datagram off `fd` and delivers it; false once the socket is empty.
+bool Qp::ud_recv_one(int fd, bool mcast) {
+    sockaddr_storage from{};
+    iovec iov{ud_buf_.data(), ud_buf_.size()};
+    msghdr m{};
+    m.msg_name = &from;
+    m.msg_namelen = sizeof from;
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    alignas(cmsghdr) uint8_t ctl[CMSG_SPACE(sizeof(uint32_t)) + CMSG_SPACE(sizeof(in6_pktinfo))];
+    m.msg_control = ctl;
+    m.msg_controllen = sizeof ctl;
+    const ssize_t len = ::recvmsg(fd, &m, MSG_DONTWAIT);
+    if (len < 0) return false;
+    const uint8_t *mgid = nullptr;
+    for (cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_RXQ_OVFL) {
+            uint32_t n;
+            std::memcpy(&n, CMSG_DATA(c), sizeof n);
+            if (n != ud_drops_.socket_full)
+                SR_DEBUG("qp %u: socket buffer overflowed, %u datagrams lost so far",
+                         qp_base.qp_num, n);
+            ud_drops_.socket_full = n;
+        } else if (mcast && c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO) {
+            in6_pktinfo pi;
+            std::memcpy(&pi, CMSG_DATA(c), sizeof pi);
+            // The group the datagram was sent to names the MGID the receiver sees.
+            for (const McastGroup &g : mc_groups_)
+                if (std::memcmp(&g.ep.sin6_addr, &pi.ipi6_addr, 16) == 0) mgid = g.mgid;
+        }
+    }
+    if (mcast && !mgid) {
+        ++ud_drops_.malformed;  // not for a group this QP is attached to
+        return true;
+    }
+    ud_deliver(std::span<const uint8_t>(ud_buf_.data(), size_t(len)),
+               reinterpret_cast<const sockaddr *>(&from), mgid);
+    return true;
+}
+
+void Qp::ud_deliver(std::span<const uint8_t> dgram, const sockaddr *from, const uint8_t *mgid) {
     wire::UdHeader h;
     const ibv_qp_state st = qp_base.state;
-    if (!wire::decode_ud_header(dgram, h) || h.dst_qpn != qp_base.qp_num) {
+    if (!wire::decode_ud_header(dgram, h) || h.dst_qpn != (mgid ? kMulticastQpn : qp_base.qp_num)) {
         ++ud_drops_.malformed;
+        return;
+    }
+    if (mgid && block_self_mcast_ && is_own_mcast(from, h.src_qpn)) {
+        ++ud_drops_.self_loopback;
         return;
     }
     if (st != IBV_QPS_RTR && st != IBV_QPS_RTS && st != IBV_QPS_SQD) {
@@ -196,8 +224,12 @@ void Qp::ud_deliver(std::span<const uint8_t> dgram, const sockaddr *from) {
         std::memcpy(sgid + 12, &reinterpret_cast<sockaddr_in &>(f).sin_addr, 4);
     }
     std::memcpy(grh + 8, sgid, 16);
-    const auto gids = ctx_->dev()->gids();
-    if (!gids.empty()) std::memcpy(grh + 24, gids[0].raw, 16);
+    if (mgid) {
+        std::memcpy(grh + 24, mgid, 16);
+    } else {
+        const auto gids = ctx_->dev()->gids();
+        if (!gids.empty()) std::memcpy(grh + 24, gids[0].raw, 16);
+    }
     iovec iov[transport::kMaxPlacementIov];
     int cnt = 0;
     if (!sge_iov(cur_recv_sges_.data(), r.num_sge, 0, need, iov, cnt, transport::kMaxPlacementIov,

@@ -61,8 +61,12 @@ bool range_mapped(const void *addr, size_t len) {
     return mincore(reinterpret_cast<void *>(start), end - start, vec.data()) == 0;
 }
 
-int cq_poll(ibv_cq *cq, int n, ibv_wc *wc) { return Cq::from(cq)->poll(n, wc); }
-int cq_arm(ibv_cq *cq, int solicited_only) { return Cq::from(cq)->arm(solicited_only != 0); }
+int cq_poll(ibv_cq *cq, int n, ibv_wc *wc) {
+    return Cq::from(cq)->poll(n, wc);
+}
+int cq_arm(ibv_cq *cq, int solicited_only) {
+    return Cq::from(cq)->arm(solicited_only != 0);
+}
 int qp_post_send(ibv_qp *qp, ibv_send_wr *wr, ibv_send_wr **bad) {
     return Qp::from(qp)->post_send(wr, bad);
 }
@@ -109,8 +113,8 @@ int query_device(ibv_context *ctx, ibv_device_attr *attr) {
     return 0;
 }
 
-int query_device_ex(ibv_context *ctx, const ibv_query_device_ex_input *in,
-                    ibv_device_attr_ex *attr, size_t attr_size) {
+int query_device_ex(ibv_context *ctx, const ibv_query_device_ex_input *in, ibv_device_attr_ex *attr,
+                    size_t attr_size) {
     if (!ctx || !attr) return EINVAL;
     if (in && in->comp_mask) return EINVAL;
     ibv_device_attr_ex a{};
@@ -179,8 +183,10 @@ ibv_mr *reg_mr(ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsigned ac
 }
 
 int rereg_mr(ibv_mr *m, int flags, ibv_pd *pd, void *addr, size_t length, int access) {
-    if (!m || (flags & ~(IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_PD |
-                         IBV_REREG_MR_CHANGE_ACCESS)) || flags == 0)
+    if (!m ||
+        (flags & ~(IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_PD |
+                   IBV_REREG_MR_CHANGE_ACCESS)) ||
+        flags == 0)
         return EINVAL;
     Mr *mr = Mr::from(m);
     if ((flags & IBV_REREG_MR_CHANGE_PD) && !pd) return EINVAL;
@@ -237,11 +243,12 @@ ibv_cq_ex *create_cq_ex(ibv_context *ctx, ibv_cq_init_attr_ex *a) {
         return fail<ibv_cq_ex>(EOPNOTSUPP);
     if (a->wc_flags & ~uint64_t(IBV_CREATE_CQ_SUP_WC_FLAGS)) return fail<ibv_cq_ex>(EOPNOTSUPP);
     if ((a->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
-        (a->flags & ~uint32_t(IBV_CREATE_CQ_ATTR_SINGLE_THREADED |
-                              IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN)))
+        (a->flags &
+         ~uint32_t(IBV_CREATE_CQ_ATTR_SINGLE_THREADED | IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN)))
         return fail<ibv_cq_ex>(EOPNOTSUPP);
-    auto cq = std::make_unique<Cq>(ctx, int(a->cqe), a->channel ? CompChannel::from(a->channel) : nullptr,
-                                   a->cq_context, a->wc_flags);
+    auto cq =
+        std::make_unique<Cq>(ctx, int(a->cqe), a->channel ? CompChannel::from(a->channel) : nullptr,
+                             a->cq_context, a->wc_flags);
     return cq.release();
 }
 
@@ -300,6 +307,17 @@ ibv_qp *create_qp_ex(ibv_context *ctx, ibv_qp_init_attr_ex *a) {
 int modify_qp(ibv_qp *qp, ibv_qp_attr *attr, int mask) {
     if (!qp || !attr) return EINVAL;
     return Qp::from(qp)->modify(attr, mask);
+}
+
+// The LID is meaningless on RoCE-style ports: a group is its GID.
+int attach_mcast(ibv_qp *qp, const ibv_gid *gid) {
+    if (!qp || !gid) return EINVAL;
+    return Qp::from(qp)->attach_mcast(gid->raw);
+}
+
+int detach_mcast(ibv_qp *qp, const ibv_gid *gid) {
+    if (!qp || !gid) return EINVAL;
+    return Qp::from(qp)->detach_mcast(gid->raw);
 }
 
 int query_qp(ibv_qp *qp, ibv_qp_attr *attr, int mask, ibv_qp_init_attr *init) {

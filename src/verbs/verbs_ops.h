@@ -9,8 +9,8 @@ namespace softrdma::verbs {
 ibv_context *open_device(ibv_device *dev);
 int close_device(ibv_context *ctx);
 int query_device(ibv_context *ctx, ibv_device_attr *attr);
-int query_device_ex(ibv_context *ctx, const ibv_query_device_ex_input *in,
-                    ibv_device_attr_ex *attr, size_t attr_size);
+int query_device_ex(ibv_context *ctx, const ibv_query_device_ex_input *in, ibv_device_attr_ex *attr,
+                    size_t attr_size);
 int query_port(ibv_context *ctx, uint8_t port, ibv_port_attr *attr, size_t attr_size);
 int query_gid_entry(ibv_context *ctx, uint32_t port, uint32_t index, ibv_gid_entry *entry);
 
@@ -30,6 +30,8 @@ void ack_cq_events(ibv_cq *cq, unsigned n);
 
 ibv_qp *create_qp_ex(ibv_context *ctx, ibv_qp_init_attr_ex *attr);
 int modify_qp(ibv_qp *qp, ibv_qp_attr *attr, int mask);
+int attach_mcast(ibv_qp *qp, const ibv_gid *gid);
+int detach_mcast(ibv_qp *qp, const ibv_gid *gid);
 int query_qp(ibv_qp *qp, ibv_qp_attr *attr, int mask, ibv_qp_init_attr *init);
 int destroy_qp(ibv_qp *qp);
 

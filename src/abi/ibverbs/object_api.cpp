@@ -13,8 +13,12 @@ using namespace softrdma::verbs;
 
 extern "C" {
 
-ibv_pd *ibv_alloc_pd(ibv_context *ctx) { return alloc_pd(ctx); }
-int ibv_dealloc_pd(ibv_pd *pd) { return dealloc_pd(pd); }
+ibv_pd *ibv_alloc_pd(ibv_context *ctx) {
+    return alloc_pd(ctx);
+}
+int ibv_dealloc_pd(ibv_pd *pd) {
+    return dealloc_pd(pd);
+}
 
 ibv_mr *ibv_reg_mr(ibv_pd *pd, void *addr, size_t length, int access) {
     return reg_mr(pd, addr, length, uint64_t(uintptr_t(addr)), unsigned(access));
@@ -38,7 +42,9 @@ int ibv_rereg_mr(ibv_mr *mr, int flags, ibv_pd *pd, void *addr, size_t length, i
     }
     return 0;
 }
-int ibv_dereg_mr(ibv_mr *mr) { return dereg_mr(mr); }
+int ibv_dereg_mr(ibv_mr *mr) {
+    return dereg_mr(mr);
+}
 
 // Sharing objects between processes through a verbs fd needs the kernel.
 ibv_pd *ibv_import_pd(ibv_context *, uint32_t) {
@@ -57,8 +63,12 @@ ibv_dm *ibv_import_dm(ibv_context *, uint32_t) {
 }
 void ibv_unimport_dm(ibv_dm *) {}
 
-ibv_comp_channel *ibv_create_comp_channel(ibv_context *ctx) { return create_comp_channel(ctx); }
-int ibv_destroy_comp_channel(ibv_comp_channel *ch) { return destroy_comp_channel(ch); }
+ibv_comp_channel *ibv_create_comp_channel(ibv_context *ctx) {
+    return create_comp_channel(ctx);
+}
+int ibv_destroy_comp_channel(ibv_comp_channel *ch) {
+    return destroy_comp_channel(ch);
+}
 
 ibv_cq *ibv_create_cq(ibv_context *ctx, int cqe, void *cq_context, ibv_comp_channel *channel,
                       int comp_vector) {
@@ -74,12 +84,18 @@ ibv_cq *ibv_create_cq(ibv_context *ctx, int cqe, void *cq_context, ibv_comp_chan
     ibv_cq_ex *cq = create_cq_ex(ctx, &a);
     return cq ? ibv_cq_ex_to_cq(cq) : nullptr;
 }
-int ibv_resize_cq(ibv_cq *cq, int cqe) { return resize_cq(cq, cqe); }
-int ibv_destroy_cq(ibv_cq *cq) { return destroy_cq(cq); }
+int ibv_resize_cq(ibv_cq *cq, int cqe) {
+    return resize_cq(cq, cqe);
+}
+int ibv_destroy_cq(ibv_cq *cq) {
+    return destroy_cq(cq);
+}
 int ibv_get_cq_event(ibv_comp_channel *ch, ibv_cq **cq, void **cq_context) {
     return get_cq_event(ch, cq, cq_context);
 }
-void ibv_ack_cq_events(ibv_cq *cq, unsigned int nevents) { ack_cq_events(cq, nevents); }
+void ibv_ack_cq_events(ibv_cq *cq, unsigned int nevents) {
+    ack_cq_events(cq, nevents);
+}
 
 ibv_qp *ibv_create_qp(ibv_pd *pd, ibv_qp_init_attr *attr) {
     if (!pd || !attr) {
@@ -94,11 +110,15 @@ ibv_qp *ibv_create_qp(ibv_pd *pd, ibv_qp_init_attr *attr) {
     if (qp) attr->cap = a.cap;  // granted capabilities go back to the caller
     return qp;
 }
-int ibv_modify_qp(ibv_qp *qp, ibv_qp_attr *attr, int mask) { return modify_qp(qp, attr, mask); }
+int ibv_modify_qp(ibv_qp *qp, ibv_qp_attr *attr, int mask) {
+    return modify_qp(qp, attr, mask);
+}
 int ibv_query_qp(ibv_qp *qp, ibv_qp_attr *attr, int mask, ibv_qp_init_attr *init) {
     return query_qp(qp, attr, mask, init);
 }
-int ibv_destroy_qp(ibv_qp *qp) { return destroy_qp(qp); }
+int ibv_destroy_qp(ibv_qp *qp) {
+    return destroy_qp(qp);
+}
 ibv_qp_ex *ibv_qp_to_qp_ex(ibv_qp *qp) {
     // Every QP is allocated as an ibv_qp_ex, but only those created with send-ops flags
     // have the builder installed, like rdma-core.
@@ -110,8 +130,12 @@ int ibv_query_qp_data_in_order(ibv_qp *qp, enum ibv_wr_opcode, uint32_t) {
     // One TCP stream per QP: data is always placed in order.
     return qp ? 1 : 0;
 }
-int ibv_query_ece(ibv_qp *, ibv_ece *) { return EOPNOTSUPP; }
-int ibv_set_ece(ibv_qp *, ibv_ece *) { return EOPNOTSUPP; }
+int ibv_query_ece(ibv_qp *, ibv_ece *) {
+    return EOPNOTSUPP;
+}
+int ibv_set_ece(ibv_qp *, ibv_ece *) {
+    return EOPNOTSUPP;
+}
 
 ibv_srq *ibv_create_srq(ibv_pd *pd, ibv_srq_init_attr *attr) {
     if (!pd || !attr) {
@@ -128,14 +152,21 @@ ibv_srq *ibv_create_srq(ibv_pd *pd, ibv_srq_init_attr *attr) {
 int ibv_modify_srq(ibv_srq *srq, ibv_srq_attr *attr, int mask) {
     return modify_srq(srq, attr, mask);
 }
-int ibv_query_srq(ibv_srq *srq, ibv_srq_attr *attr) { return query_srq(srq, attr); }
-int ibv_destroy_srq(ibv_srq *srq) { return destroy_srq(srq); }
+int ibv_query_srq(ibv_srq *srq, ibv_srq_attr *attr) {
+    return query_srq(srq, attr);
+}
+int ibv_destroy_srq(ibv_srq *srq) {
+    return destroy_srq(srq);
+}
 
-ibv_ah *ibv_create_ah(ibv_pd *pd, ibv_ah_attr *attr) { return create_ah(pd, attr); }
-int ibv_destroy_ah(ibv_ah *ah) { return destroy_ah(ah); }
+ibv_ah *ibv_create_ah(ibv_pd *pd, ibv_ah_attr *attr) {
+    return create_ah(pd, attr);
+}
+int ibv_destroy_ah(ibv_ah *ah) {
+    return destroy_ah(ah);
+}
 
-int ibv_init_ah_from_wc(ibv_context *ctx, uint8_t port, ibv_wc *wc, ibv_grh *grh,
-                        ibv_ah_attr *ah) {
+int ibv_init_ah_from_wc(ibv_context *ctx, uint8_t port, ibv_wc *wc, ibv_grh *grh, ibv_ah_attr *ah) {
     if (!ctx || !wc || !grh || !ah) return EINVAL;
     std::memset(ah, 0, sizeof *ah);
     ah->port_num = port;
@@ -162,11 +193,14 @@ ibv_ah *ibv_create_ah_from_wc(ibv_pd *pd, ibv_wc *wc, ibv_grh *grh, uint8_t port
     return create_ah(pd, &a);
 }
 
-int ibv_attach_mcast(ibv_qp *, const union ibv_gid *, uint16_t) { return EOPNOTSUPP; }
-int ibv_detach_mcast(ibv_qp *, const union ibv_gid *, uint16_t) { return EOPNOTSUPP; }
+int ibv_attach_mcast(ibv_qp *qp, const union ibv_gid *gid, uint16_t) {
+    return attach_mcast(qp, gid);
+}
+int ibv_detach_mcast(ibv_qp *qp, const union ibv_gid *gid, uint16_t) {
+    return detach_mcast(qp, gid);
+}
 
-int ibv_resolve_eth_l2_from_gid(ibv_context *, ibv_ah_attr *, uint8_t eth_mac[6],
-                                uint16_t *vid) {
+int ibv_resolve_eth_l2_from_gid(ibv_context *, ibv_ah_attr *, uint8_t eth_mac[6], uint16_t *vid) {
     // No Ethernet header of ours ever reaches a wire; report a locally administered MAC.
     static const uint8_t kMac[6] = {0x02, 0, 0, 0, 0, 1};
     std::memcpy(eth_mac, kMac, 6);
