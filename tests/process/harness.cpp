@@ -131,7 +131,21 @@ Endpoint::Endpoint(const EpOptions &o) : opt(o) {
     a.cap.max_send_sge = opt.max_sge;
     a.cap.max_recv_sge = opt.max_sge;
     a.cap.max_inline_data = opt.max_inline;
-    qp = ibv_create_qp(pd, &a);
+    if (opt.create_flags) {
+        ibv_qp_init_attr_ex x{};
+        x.qp_context = a.qp_context;
+        x.send_cq = a.send_cq;
+        x.recv_cq = a.recv_cq;
+        x.cap = a.cap;
+        x.qp_type = a.qp_type;
+        x.sq_sig_all = a.sq_sig_all;
+        x.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS;
+        x.pd = pd;
+        x.create_flags = opt.create_flags;
+        qp = ibv_create_qp_ex(ctx, &x);
+    } else {
+        qp = ibv_create_qp(pd, &a);
+    }
     PCHECK(qp);
     ibv_qp_attr at{};
     at.qp_state = IBV_QPS_INIT;

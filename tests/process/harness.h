@@ -83,6 +83,7 @@ struct EpOptions {
     uint8_t timeout = 14, retry_cnt = 7, rnr_retry = 7, min_rnr_timer = 1;
     uint8_t max_rd_atomic = 4, max_dest_rd_atomic = 4;
     uint32_t qkey = 0x11111111;  // UD only
+    uint32_t create_flags = 0;   // ibv_create_qp_ex create_flags when nonzero
     bool sig_all = false;
     bool channel = false;
     int cqe = 256;

@@ -199,6 +199,55 @@ TEST(Ud, LostDatagramsLeaveTheQpWorking) {
     EXPECT_PAIR_OK(run_pair(sender, receiver));
 }
 
+// A burst larger than the receive queue: exactly as many datagrams as receives were posted
+// arrive; the rest are dropped, not held back for receives posted later, and the QP goes on.
+TEST(Ud, FullReceiveQueueDrops) {
+    constexpr int kPosted = 10, kBurst = 50;
+    auto sender = [](Oob &oob) {
+        Endpoint e(ud_opts());
+        e.exchange_and_connect(oob);
+        ibv_ah *ah = make_ah(e);
+        oob.barrier();  // receiver posted kPosted receives
+        for (int i = 0; i < kBurst; ++i) {
+            e.buf[0] = uint8_t(i);
+            PCHECK_EQ(ud_send(e, ah, uint64_t(i), 0, 64, e.opt.qkey), 0);
+            expect_send_ok(e, uint64_t(i));
+        }
+        oob.barrier();  // burst sent
+        oob.barrier();  // receiver reposted and saw nothing more
+        e.buf[0] = 0xee;
+        PCHECK_EQ(ud_send(e, ah, 99, 0, 64, e.opt.qkey), 0);
+        expect_send_ok(e, 99);
+        oob.barrier();
+        ibv_destroy_ah(ah);
+        return 0;
+    };
+    auto receiver = [](Oob &oob) {
+        Endpoint e(ud_opts());
+        e.exchange_and_connect(oob);
+        for (int i = 0; i < kPosted; ++i) e.post_recv(uint64_t(i), size_t(i) * 256, 256);
+        oob.barrier();
+        oob.barrier();
+        for (int i = 0; i < kPosted; ++i) {
+            const ibv_wc wc = e.wait_wc();
+            PCHECK_EQ(wc.status, IBV_WC_SUCCESS);
+            PCHECK_EQ(wc.wr_id, uint64_t(i));
+            PCHECK_EQ(e.buf[size_t(i) * 256 + kGrh], uint8_t(i));  // the first ten, in order
+        }
+        PCHECK(e.quiet_for(200));
+        for (int i = 0; i < kPosted; ++i) e.post_recv(uint64_t(100 + i), size_t(i) * 256, 256);
+        PCHECK(e.quiet_for(300));  // the other forty were dropped, not queued
+        oob.barrier();
+        const ibv_wc wc = e.wait_wc();
+        PCHECK_EQ(wc.status, IBV_WC_SUCCESS);
+        PCHECK_EQ(wc.wr_id, 100u);
+        PCHECK_EQ(e.buf[kGrh], 0xee);
+        oob.barrier();
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(sender, receiver));
+}
+
 // Posting checks: UD carries SENDs of at most one MTU; a receive too small for GRH + data
 // completes with a length error.
 TEST(Ud, PostingLimitsAndShortReceive) {
