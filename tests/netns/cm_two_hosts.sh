@@ -2,45 +2,9 @@
 # Two "hosts": network namespaces joined by a veth pair this test creates (and removes).
 # Debian's unmodified rping and ucmatose run across them on our libraries.
 #   cm_two_hosts.sh <libdir> [<bindir with sr_cm_event_probe>]
-set -u
-libdir=$(cd "$1" && pwd -P)
+. "$(dirname "${BASH_SOURCE[0]}")/lib/two_hosts.sh"
 probe=${2:+$2/sr_cm_event_probe}
-tag="sr$$"
-nsa="${tag}a" nsb="${tag}b"
-ipa=10.77.$((RANDOM % 200 + 1)).1
-ipb=${ipa%.1}.2
-work=$(mktemp -d)
-pids=()
-fails=0
-
-cleanup() {
-    for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
-    ip netns del "$nsa" 2>/dev/null
-    ip netns del "$nsb" 2>/dev/null
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
-command -v ip >/dev/null || { echo "FAIL: iproute2 (ip) is required"; exit 1; }
-for p in rping ucmatose; do
-    command -v "$p" >/dev/null || { echo "FAIL: $p missing (apt-get install rdmacm-utils)"; exit 1; }
-done
-if ! ip netns add "$nsa" || ! ip netns add "$nsb"; then
-    echo "FAIL: cannot create network namespaces (needs CAP_NET_ADMIN)"
-    exit 1
-fi
-ip link add "${tag}va" type veth peer name "${tag}vb" || { echo "FAIL: veth"; exit 1; }
-ip link set "${tag}va" netns "$nsa"
-ip link set "${tag}vb" netns "$nsb"
-ip -n "$nsa" addr add "$ipa/24" dev "${tag}va"
-ip -n "$nsb" addr add "$ipb/24" dev "${tag}vb"
-for ns in "$nsa" "$nsb"; do
-    ip -n "$ns" link set lo up
-done
-ip -n "$nsa" link set "${tag}va" up
-ip -n "$nsb" link set "${tag}vb" up
-
-in_ns() { local ns=$1; shift; ip netns exec "$ns" env LD_LIBRARY_PATH="$libdir" "$@"; }
+two_hosts_up "$1" rping ucmatose
 
 # Wait (bounded) until a TCP port listens inside a namespace.
 wait_listen() { # <ns> <port>
@@ -86,8 +50,8 @@ pair() { # <name> <port> <server cmd> -- <client cmd>
 
 # The namespaces see only their own interfaces: our devices must follow.
 devs=$(in_ns "$nsb" ibv_devices 2>&1)
-if ! grep -q "sr_${tag}vb" <<<"$devs"; then
-    echo "FAIL: device sr_${tag}vb not listed in $nsb:"; echo "$devs"; fails=$((fails + 1))
+if ! grep -q "sr_${vethb}" <<<"$devs"; then
+    echo "FAIL: device sr_${vethb} not listed in $nsb:"; echo "$devs"; fails=$((fails + 1))
 fi
 
 pair rping 7471 rping -s -a "$ipa" -p 7471 -C 1000 -v -- rping -c -a "$ipa" -p 7471 -C 1000 -v

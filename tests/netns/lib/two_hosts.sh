@@ -1,0 +1,53 @@
+# shellcheck shell=bash
+# Two "hosts" for the netns tests: network namespaces joined by a veth pair, created here
+# and removed on exit (with every PID the test recorded in `pids`). Source it, then call
+#     two_hosts_up <libdir> <programs the test needs...>
+# which sets nsa/nsb, ipa/ipb (IPv4), ip6a/ip6b (IPv6, no DAD wait), vetha/vethb, work, and
+# in_ns <ns> <cmd...> runs a command inside a namespace on our libraries.
+set -u
+pids=()
+fails=0
+
+two_hosts_cleanup() {
+    for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+    ip netns del "$nsa" 2>/dev/null
+    ip netns del "$nsb" 2>/dev/null
+    rm -rf "$work"
+}
+
+two_hosts_up() {
+    libdir=$(cd "$1" && pwd -P)
+    shift
+    local tag="sr$$" p ns
+    nsa="${tag}a" nsb="${tag}b"
+    vetha="${tag}va" vethb="${tag}vb"
+    ipa=10.77.$((RANDOM % 200 + 1)).1
+    ipb=${ipa%.1}.2
+    ip6a=$(printf "fd00:77:%x::1" $((RANDOM % 60000 + 1)))
+    ip6b="${ip6a%::1}::2"
+    work=$(mktemp -d)
+    trap two_hosts_cleanup EXIT
+    command -v ip >/dev/null || { echo "FAIL: iproute2 (ip) is required"; exit 1; }
+    for p in "$@"; do
+        command -v "$p" >/dev/null || { echo "FAIL: $p missing (apt-get install rdmacm-utils)"; exit 1; }
+    done
+    if ! ip netns add "$nsa" || ! ip netns add "$nsb"; then
+        echo "FAIL: cannot create network namespaces (needs CAP_NET_ADMIN)"
+        exit 1
+    fi
+    ip link add "$vetha" type veth peer name "$vethb" || { echo "FAIL: veth"; exit 1; }
+    ip link set "$vetha" netns "$nsa"
+    ip link set "$vethb" netns "$nsb"
+    ip -n "$nsa" addr add "$ipa/24" dev "$vetha"
+    ip -n "$nsb" addr add "$ipb/24" dev "$vethb"
+    ip -n "$nsa" addr add "$ip6a/64" dev "$vetha" nodad
+    ip -n "$nsb" addr add "$ip6b/64" dev "$vethb" nodad
+    for ns in "$nsa" "$nsb"; do ip -n "$ns" link set lo up; done
+    ip -n "$nsa" link set "$vetha" up
+    ip -n "$nsb" link set "$vethb" up
+}
+
+in_ns() { local ns=$1; shift; ip netns exec "$ns" env LD_LIBRARY_PATH="$libdir" "$@"; }
+
+# Prints the output of a failed step, indented.
+show() { sed "s/^/  $1| /" "$2"; }
