@@ -79,16 +79,6 @@ const char *state_name(State s) {
     return kNames[int(s)];
 }
 
-void sockaddr_to_gid(const sockaddr *sa, uint8_t gid[16]) {
-    std::memset(gid, 0, 16);
-    if (sa->sa_family == AF_INET) {
-        gid[10] = gid[11] = 0xff;
-        std::memcpy(gid + 12, &reinterpret_cast<const sockaddr_in *>(sa)->sin_addr, 4);
-    } else if (sa->sa_family == AF_INET6) {
-        std::memcpy(gid, &reinterpret_cast<const sockaddr_in6 *>(sa)->sin6_addr, 16);
-    }
-}
-
 socklen_t sockaddr_len(const sockaddr *sa) {
     return sa->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
 }

@@ -15,6 +15,7 @@
 #include "common/unique_fd.h"
 #include "transport/mpa_handshake.h"
 #include "transport/progress_engine.h"
+#include "verbs/device.h"
 #include "wire/mpa.h"
 
 namespace softrdma::cm {
@@ -149,7 +150,7 @@ ibv_context *context_for_gid(const uint8_t gid[16]);
 ibv_context *context_for_addr(const sockaddr *sa);
 ibv_pd *default_pd(ibv_context *ctx);
 std::vector<ibv_context *> all_contexts();
-void sockaddr_to_gid(const sockaddr *sa, uint8_t gid[16]);
+using verbs::sockaddr_to_gid;
 socklen_t sockaddr_len(const sockaddr *sa);
 
 uint64_t cm_timeout_ns();

@@ -83,6 +83,23 @@ bool Device::has_gid(const uint8_t gid[16]) const {
     return false;
 }
 
+bool Device::gid_at(int index, uint8_t out[16]) const {
+    std::lock_guard lk(mu_);
+    if (index < 0 || size_t(index) >= gids_.size()) return false;
+    std::memcpy(out, gids_[size_t(index)].raw, 16);
+    return true;
+}
+
+void sockaddr_to_gid(const sockaddr *sa, uint8_t gid[16]) {
+    std::memset(gid, 0, 16);
+    if (sa->sa_family == AF_INET) {
+        gid[10] = gid[11] = 0xff;
+        std::memcpy(gid + 12, &reinterpret_cast<const sockaddr_in *>(sa)->sin_addr, 4);
+    } else if (sa->sa_family == AF_INET6) {
+        std::memcpy(gid, &reinterpret_cast<const sockaddr_in6 *>(sa)->sin6_addr, 16);
+    }
+}
+
 bool Device::pick_gid(int index, bool v4, uint8_t out[16]) const {
     static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
     auto fits = [&](const Gid &g) { return (std::memcmp(g.raw, mapped, 12) == 0) == v4; };

@@ -17,6 +17,8 @@ struct Gid {
 
 // Converts a GID to a socket address (IPv4-mapped GIDs become AF_INET).
 bool gid_to_sockaddr(const uint8_t gid[16], uint16_t port, sockaddr_storage &out, socklen_t &len);
+// The GID of an IPv4 (as ::ffff:a.b.c.d) or IPv6 socket address; zero for other families.
+void sockaddr_to_gid(const sockaddr *sa, uint8_t gid[16]);
 
 class Device : public ibv_device {
   public:
@@ -29,6 +31,7 @@ class Device : public ibv_device {
     std::vector<Gid> gids() const;
     void set_gids(std::vector<Gid> g);
     bool has_gid(const uint8_t gid[16]) const;
+    bool gid_at(int index, uint8_t out[16]) const;
     // The GID at `index` if it is IPv4-mapped exactly when `v4`, else the first GID that
     // is; false if the table has none of that family.
     bool pick_gid(int index, bool v4, uint8_t out[16]) const;

@@ -528,6 +528,7 @@ void Qp::retire_sends() {
 }
 
 void Qp::flush_all(Lock &) {
+    ud_flush_pending_error();
     // Send queue: in order; a WQE that already has its own error keeps it.
     while (sq_count_) {
         SendWqe &w = sq_[sq_head_];

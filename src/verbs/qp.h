@@ -19,8 +19,10 @@
 #include "transport/mpa_handshake.h"
 #include "transport/progress_engine.h"
 #include "transport/qp_listener.h"
+#include "transport/ud_flow.h"
 #include "verbs/mr.h"
 #include "verbs/work_queue.h"
+#include "wire/ud_header.h"
 
 namespace softrdma::verbs {
 
@@ -52,6 +54,22 @@ struct SendWqe {
     uint64_t received = 0;  // READ response bytes placed
     uint8_t rnr_left = 0;
     uint32_t resp_msn = 0;  // MSN of the READ/atomic request (matches its response)
+};
+
+// A UD work request held back by flow control (transport/ud_flow.h), ready to go.
+struct UdPending {
+    SendWqe w;
+    ibv_wc_status status = IBV_WC_SUCCESS;
+    uint8_t head[wire::kUdHeaderLen];
+    uint8_t dgid[16];
+    uint32_t dst_qpn = 0;
+    bool group = false;    // multicast: no window
+    bool has_dst = false;  // an address the datagram can go to
+    int iovcnt = 0;        // header included
+    sockaddr_storage dst;
+    socklen_t dlen = 0;
+    alignas(cmsghdr) uint8_t ctl[CMSG_SPACE(sizeof(in6_pktinfo))];
+    size_t ctl_len = 0;
 };
 
 // Outgoing work the responder owes the peer (read responses, atomic responses).
@@ -180,16 +198,28 @@ class Qp : public ibv_qp_ex,
     int ud_open();
     bool ud_watch();
     int ud_post_one(const ibv_send_wr &wr);
+    void ud_prepare(const ibv_send_wr &wr, UdPending &p, iovec *iov);
+    void ud_transmit(UdPending &p, iovec *iov);
+    void ud_pending_alloc();
+    void ud_flush_pending();
+    void ud_flush_pending_error();
+    uint32_t ud_pend_slot(uint32_t i) const {
+        return uint32_t((ud_pend_head_ + i) % ud_pending_.size());
+    }
+    iovec *ud_pend_iov(uint32_t slot) {
+        return &ud_pending_iov_[size_t(slot) * (max_send_sge_ + 1)];
+    }
     void ud_progress(Lock &lk);
-    void ud_deliver(std::span<const uint8_t> dgram, const sockaddr *from,
-                    const uint8_t *mgid = nullptr);
+    void ud_deliver(const wire::UdHeader &h, std::span<const uint8_t> payload, const sockaddr *from,
+                    const uint8_t *mgid);
+    void ud_send_grant(const sockaddr *to, socklen_t len, uint32_t peer_qpn, uint32_t consumed);
     bool ud_recv_one(int fd, bool mcast);
 
     // qp_mcast.cpp
     void mcast_progress();
     void mcast_interest();
-    bool mcast_fill_dst(const Ah &ah, sockaddr_storage &dst, socklen_t &dlen, msghdr &m,
-                        uint8_t *ctl, size_t ctl_len);
+    bool mcast_fill_dst(const Ah &ah, sockaddr_storage &dst, socklen_t &dlen, uint8_t *ctl,
+                        size_t ctl_cap, size_t &ctl_len);
     bool is_own_mcast(const sockaddr *from, uint32_t src_qpn) const;
 
   public:
@@ -292,6 +322,15 @@ class Qp : public ibv_qp_ex,
         uint64_t self_loopback = 0;  // own multicast, IBV_QP_CREATE_BLOCK_SELF_MCAST_LB
         uint32_t socket_full = 0;    // the kernel's SO_RXQ_OVFL counter
     } ud_drops_;
+
+    // UD flow control: work requests held back, in order, while a peer's window is full; a
+    // ring of max_send_wr slots allocated when first needed.
+    std::vector<UdPending> ud_pending_;
+    std::vector<iovec> ud_pending_iov_;
+    std::vector<uint8_t> ud_pending_inline_;
+    uint32_t ud_pend_head_ = 0, ud_pend_count_ = 0;
+    transport::UdFlow ud_flow_;
+    uint32_t ud_window_ = 0;  // datagrams each sender may have in flight to us
 
     // Multicast: one socket on the group port, joined to every attached group.
     struct McastGroup {

@@ -108,15 +108,14 @@ void Qp::mcast_interest() {
 
 // A datagram for a group leaves on the device's interface, from the AH's source GID (or
 // the device's first address of the group's family), so receivers see a true GRH.
-bool Qp::mcast_fill_dst(const Ah &ah, sockaddr_storage &dst, socklen_t &dlen, msghdr &m,
-                        uint8_t *ctl, size_t ctl_len) {
+bool Qp::mcast_fill_dst(const Ah &ah, sockaddr_storage &dst, socklen_t &dlen, uint8_t *ctl,
+                        size_t ctl_cap, size_t &ctl_len) {
     const Device &dev = *ctx_->dev();
     const sockaddr_in6 ep = transport::mcast_endpoint(ah.attr.grh.dgid.raw, dev.loopback());
     const bool v4 = IN6_IS_ADDR_V4MAPPED(&ep.sin6_addr);
     uint8_t src[16];
     const bool have_src = dev.pick_gid(ah.attr.grh.sgid_index, v4, src);
-    std::memset(ctl, 0, ctl_len);
-    m.msg_control = ctl;
+    std::memset(ctl, 0, ctl_cap);
     cmsghdr *c = reinterpret_cast<cmsghdr *>(ctl);
     std::memset(&dst, 0, sizeof dst);
     if (v4) {
@@ -132,7 +131,7 @@ bool Qp::mcast_fill_dst(const Ah &ah, sockaddr_storage &dst, socklen_t &dlen, ms
         c->cmsg_type = IP_PKTINFO;
         c->cmsg_len = CMSG_LEN(sizeof pi);
         std::memcpy(CMSG_DATA(c), &pi, sizeof pi);
-        m.msg_controllen = CMSG_SPACE(sizeof pi);
+        ctl_len = CMSG_SPACE(sizeof pi);
     } else {
         std::memcpy(&dst, &ep, sizeof ep);
         dlen = sizeof ep;
@@ -143,7 +142,7 @@ bool Qp::mcast_fill_dst(const Ah &ah, sockaddr_storage &dst, socklen_t &dlen, ms
         c->cmsg_type = IPV6_PKTINFO;
         c->cmsg_len = CMSG_LEN(sizeof pi);
         std::memcpy(CMSG_DATA(c), &pi, sizeof pi);
-        m.msg_controllen = CMSG_SPACE(sizeof pi);
+        ctl_len = CMSG_SPACE(sizeof pi);
     }
     return true;
 }

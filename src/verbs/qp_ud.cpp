@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/tsan_annotations.h"
 #include "verbs/ah.h"
@@ -40,6 +41,11 @@ int Qp::ud_open() {
         // kernel caps the request at net.core.rmem_max.
         int rcvbuf = kUdSocketBuffer;
         setsockopt(fd.get(), SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
+        // What each sender may have in flight: half the buffer the kernel granted (it
+        // reports twice the usable size) in MTU-sized datagrams, which cost ~8 KiB each.
+        socklen_t optlen = sizeof rcvbuf;
+        getsockopt(fd.get(), SOL_SOCKET, SO_RCVBUF, &rcvbuf, &optlen);
+        ud_window_ = std::max(4u, uint32_t(rcvbuf) / 2 / 8192);
         int one = 1;  // the kernel reports datagrams it dropped for a full buffer
         setsockopt(fd.get(), SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof one);
         qp_base.qp_num = uint32_t(port) << 8 | transport::kUdSlot;
@@ -68,6 +74,55 @@ int Qp::ud_post_one(const ibv_send_wr &wr) {
     for (int i = 0; i < wr.num_sge; ++i) total += wr.sg_list[i].length;
     if (total > kUdMaxPayload) return EINVAL;  // UD messages fit one path MTU
     if ((wr.send_flags & IBV_SEND_INLINE) && total > max_inline_) return EINVAL;
+    // Work requests leave in order: behind held-back ones, or alone if the peer has room.
+    const bool queue_behind = ud_pend_count_ > 0;
+    if (queue_behind && ud_pend_count_ >= ud_pending_.size()) return ENOMEM;  // send queue full
+    UdPending now_p;
+    iovec now_iov[kMaxSge + 1];
+    UdPending &p = queue_behind ? ud_pending_[ud_pend_slot(ud_pend_count_)] : now_p;
+    iovec *iov = queue_behind ? ud_pend_iov(ud_pend_slot(ud_pend_count_)) : now_iov;
+    ud_prepare(wr, p, iov);
+    if (!queue_behind &&
+        (p.status != IBV_WC_SUCCESS || p.group || ud_flow_.may_send(p.dgid, p.dst_qpn, now_ns()))) {
+        ud_transmit(p, iov);
+        return 0;
+    }
+    if (!queue_behind) {  // the first to wait: move it into the ring
+        if (ud_pending_.empty()) ud_pending_alloc();
+        UdPending &slot = ud_pending_[ud_pend_slot(0)];
+        slot = p;
+        iovec *si = ud_pend_iov(ud_pend_slot(0));
+        std::memcpy(si, iov, sizeof(iovec) * size_t(p.iovcnt));
+        si[0].iov_base = slot.head;  // the header moved with the work request
+        arm_timer_at(ud_flow_.retry_at(p.dgid, p.dst_qpn));
+    }
+    const uint32_t idx = ud_pend_slot(ud_pend_count_);
+    UdPending &q = ud_pending_[idx];
+    if (q.w.flags & IBV_SEND_INLINE) {  // inline data may be reused once posting returns
+        uint8_t *keep = ud_pending_inline_.data() + size_t(idx) * max_inline_;
+        iovec *qi = ud_pend_iov(idx);
+        size_t off = 0;
+        for (int k = 1; k < q.iovcnt; ++k) {
+            std::memcpy(keep + off, qi[k].iov_base, qi[k].iov_len);
+            qi[k].iov_base = keep + off;
+            off += qi[k].iov_len;
+        }
+    }
+    ++ud_pend_count_;
+    return 0;
+}
+
+void Qp::ud_pending_alloc() {
+    const size_t n = std::max<size_t>(sq_.size(), 1);
+    ud_pending_.resize(n);
+    ud_pending_iov_.resize(n * (max_send_sge_ + 1));
+    ud_pending_inline_.resize(n * max_inline_);
+    ud_pend_head_ = 0;
+}
+
+// Builds the datagram of a validated work request: header, destination, iovecs (iov[0] is
+// the header). A bad lkey leaves status LOC_PROT_ERR: it completes in its turn, unsent.
+void Qp::ud_prepare(const ibv_send_wr &wr, UdPending &p, iovec *iov) {
     const Ah *ah = Ah::from(wr.wr.ud.ah);
     wire::UdHeader h;
     h.dst_qpn = wr.wr.ud.remote_qpn & 0xffffff;
@@ -79,51 +134,79 @@ int Qp::ud_post_one(const ibv_send_wr &wr) {
         h.imm = ntohl(wr.imm_data);
     }
     if (wr.send_flags & IBV_SEND_SOLICITED) h.flags |= wire::kUdFlagSolicited;
-    uint8_t head[wire::kUdHeaderLen];
-    wire::encode_ud_header(h, head);
-    iovec iov[kMaxSge + 1];
-    int cnt = 0;
-    iov[cnt++] = {head, sizeof head};
-    ibv_wc_status st = IBV_WC_SUCCESS;
+    wire::encode_ud_header(h, p.head);
+    p.w = SendWqe{};
+    p.w.wr_id = wr.wr_id;
+    p.w.opcode = wr.opcode;
+    p.w.flags = wr.send_flags;
+    p.status = IBV_WC_SUCCESS;
+    p.ctl_len = 0;
+    p.dst_qpn = h.dst_qpn;
+    std::memcpy(p.dgid, ah->attr.grh.dgid.raw, 16);
+    p.iovcnt = 0;
+    iov[p.iovcnt++] = {p.head, sizeof p.head};
     for (int i = 0; i < wr.num_sge; ++i) {
         const ibv_sge &s = wr.sg_list[i];
         if (!s.length) continue;
         if (wr.send_flags & IBV_SEND_INLINE) {
-            iov[cnt++] = {reinterpret_cast<void *>(uintptr_t(s.addr)), s.length};
+            iov[p.iovcnt++] = {reinterpret_cast<void *>(uintptr_t(s.addr)), s.length};
             continue;
         }
         MemView v;
         if (mr_check(s.lkey, pd_, s.addr, s.length, 0, v) != KeyCheck::kOk) {
-            st = IBV_WC_LOC_PROT_ERR;
-            break;
+            p.status = IBV_WC_LOC_PROT_ERR;
+            return;
         }
-        iov[cnt++] = {v.host, s.length};
+        iov[p.iovcnt++] = {v.host, s.length};
     }
-    if (st == IBV_WC_SUCCESS) {
-        sockaddr_storage dst;
-        socklen_t dlen;
+    p.group = transport::gid_is_multicast(p.dgid);
+    p.has_dst = p.group ? mcast_fill_dst(*ah, p.dst, p.dlen, p.ctl, sizeof p.ctl, p.ctl_len)
+                        : gid_to_sockaddr(p.dgid, transport::qpn_port(h.dst_qpn), p.dst, p.dlen);
+}
+
+void Qp::ud_transmit(UdPending &p, iovec *iov) {
+    if (p.status == IBV_WC_SUCCESS && p.has_dst) {
         msghdr m{};
-        alignas(cmsghdr) uint8_t ctl[CMSG_SPACE(sizeof(in6_pktinfo))];
-        const bool to_group = transport::gid_is_multicast(ah->attr.grh.dgid.raw);
-        if (to_group ? mcast_fill_dst(*ah, dst, dlen, m, ctl, sizeof ctl)
-                     : gid_to_sockaddr(ah->attr.grh.dgid.raw, transport::qpn_port(h.dst_qpn), dst,
-                                       dlen)) {
-            m.msg_name = &dst;
-            m.msg_namelen = dlen;
-            m.msg_iov = iov;
-            m.msg_iovlen = size_t(cnt);
-            AppMemoryAccess app;
-            // Unreliable: a datagram the kernel cannot take now is simply lost.
-            if (::sendmsg(ud_fd_.get(), &m, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
-                ++ud_drops_.send_failed;
+        m.msg_name = &p.dst;
+        m.msg_namelen = p.dlen;
+        m.msg_iov = iov;
+        m.msg_iovlen = size_t(p.iovcnt);
+        if (p.ctl_len) {
+            m.msg_control = p.ctl;
+            m.msg_controllen = p.ctl_len;
         }
+        AppMemoryAccess app;
+        // Unreliable: a datagram the kernel cannot take now is simply lost.
+        if (::sendmsg(ud_fd_.get(), &m, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+            ++ud_drops_.send_failed;
+        else if (!p.group)
+            ud_flow_.sent(p.dgid, p.dst_qpn, now_ns());
     }
-    SendWqe w;
-    w.wr_id = wr.wr_id;
-    w.opcode = wr.opcode;
-    w.flags = wr.send_flags;
-    complete_send(w, st);
-    return 0;
+    complete_send(p.w, p.status);
+}
+
+// Sends held-back work requests, in order, as far as the peers' windows allow.
+void Qp::ud_flush_pending() {
+    while (ud_pend_count_) {
+        UdPending &p = ud_pending_[ud_pend_head_];
+        if (p.status == IBV_WC_SUCCESS && !p.group &&
+            !ud_flow_.may_send(p.dgid, p.dst_qpn, now_ns())) {
+            arm_timer_at(ud_flow_.retry_at(p.dgid, p.dst_qpn));  // the watchdog
+            return;
+        }
+        ud_transmit(p, ud_pend_iov(ud_pend_head_));
+        ud_pend_head_ = ud_pend_slot(1);
+        --ud_pend_count_;
+    }
+}
+
+// A QP in error flushes what it held back.
+void Qp::ud_flush_pending_error() {
+    while (ud_pend_count_) {
+        complete_send(ud_pending_[ud_pend_head_].w, IBV_WC_WR_FLUSH_ERR);
+        ud_pend_head_ = ud_pend_slot(1);
+        --ud_pend_count_;
+    }
 }
 
 void Qp::ud_progress(Lock &) {
@@ -131,6 +214,7 @@ void Qp::ud_progress(Lock &) {
     for (int n = 0; n < 256 && ud_recv_one(ud_fd_.get(), false); ++n) {
     }
     if (mc_fd_) mcast_progress();
+    if (ud_pend_count_) ud_flush_pending();  // grants may have come in
 }
 
 // Takes one datagram off `fd` and delivers it; false once the socket is empty.
@@ -168,18 +252,44 @@ bool Qp::ud_recv_one(int fd, bool mcast) {
         ++ud_drops_.malformed;  // not for a group this QP is attached to
         return true;
     }
-    ud_deliver(std::span<const uint8_t>(ud_buf_.data(), size_t(len)),
-               reinterpret_cast<const sockaddr *>(&from), mgid);
+    const std::span<const uint8_t> dgram(ud_buf_.data(), size_t(len));
+    wire::UdHeader h;
+    if (!wire::decode_ud_header(dgram, h) || h.dst_qpn != (mgid ? kMulticastQpn : qp_base.qp_num)) {
+        ++ud_drops_.malformed;
+        return true;
+    }
+    const auto *sa = reinterpret_cast<const sockaddr *>(&from);
+    if (!mgid) {
+        uint8_t peer[16];
+        sockaddr_to_gid(sa, peer);
+        if (h.flags & wire::kUdFlagCredit) {  // a grant for our own sends to that peer
+            ud_flow_.granted(peer, h.src_qpn, h.imm, h.qkey);
+            return true;
+        }
+        uint32_t consumed;
+        if (ud_flow_.consumed(peer, h.src_qpn, now_ns(), ud_window_, consumed))
+            ud_send_grant(sa, m.msg_namelen, h.src_qpn, consumed);
+    }
+    ud_deliver(h, dgram.subspan(wire::kUdHeaderLen), sa, mgid);
     return true;
 }
 
-void Qp::ud_deliver(std::span<const uint8_t> dgram, const sockaddr *from, const uint8_t *mgid) {
-    wire::UdHeader h;
+// Tells a sender how many of its datagrams we took off the socket and how many more may come.
+void Qp::ud_send_grant(const sockaddr *to, socklen_t len, uint32_t peer_qpn, uint32_t consumed) {
+    wire::UdHeader g;
+    g.flags = wire::kUdFlagCredit;
+    g.dst_qpn = peer_qpn;
+    g.src_qpn = qp_base.qp_num;
+    g.qkey = ud_window_;
+    g.imm = consumed;
+    uint8_t head[wire::kUdHeaderLen];
+    wire::encode_ud_header(g, head);
+    ::sendto(ud_fd_.get(), head, sizeof head, MSG_DONTWAIT | MSG_NOSIGNAL, to, len);
+}
+
+void Qp::ud_deliver(const wire::UdHeader &h, std::span<const uint8_t> payload, const sockaddr *from,
+                    const uint8_t *mgid) {
     const ibv_qp_state st = qp_base.state;
-    if (!wire::decode_ud_header(dgram, h) || h.dst_qpn != (mgid ? kMulticastQpn : qp_base.qp_num)) {
-        ++ud_drops_.malformed;
-        return;
-    }
     if (mgid && block_self_mcast_ && is_own_mcast(from, h.src_qpn)) {
         ++ud_drops_.self_loopback;
         return;
@@ -192,7 +302,6 @@ void Qp::ud_deliver(std::span<const uint8_t> dgram, const sockaddr *from, const 
         ++ud_drops_.qkey;
         return;
     }
-    const auto payload = dgram.subspan(wire::kUdHeaderLen);
     RecvWqe r;
     if (!take_recv(r)) {  // no receive posted: the datagram is lost
         if (ud_drops_.no_recv++ == 0)
@@ -213,23 +322,11 @@ void Qp::ud_deliver(std::span<const uint8_t> dgram, const sockaddr *from, const 
     grh[5] = uint8_t(plen);
     grh[6] = 0x11;  // next header: UDP, as RoCE v2
     grh[7] = 64;
-    uint8_t sgid[16];
-    sockaddr_storage f{};
-    std::memcpy(&f, from, from->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in));
-    if (f.ss_family == AF_INET6) {
-        std::memcpy(sgid, &reinterpret_cast<sockaddr_in6 &>(f).sin6_addr, 16);
-    } else {
-        std::memset(sgid, 0, 16);
-        sgid[10] = sgid[11] = 0xff;
-        std::memcpy(sgid + 12, &reinterpret_cast<sockaddr_in &>(f).sin_addr, 4);
-    }
-    std::memcpy(grh + 8, sgid, 16);
-    if (mgid) {
+    sockaddr_to_gid(from, grh + 8);
+    if (mgid)
         std::memcpy(grh + 24, mgid, 16);
-    } else {
-        const auto gids = ctx_->dev()->gids();
-        if (!gids.empty()) std::memcpy(grh + 24, gids[0].raw, 16);
-    }
+    else
+        ctx_->dev()->gid_at(0, grh + 24);
     iovec iov[transport::kMaxPlacementIov];
     int cnt = 0;
     if (!sge_iov(cur_recv_sges_.data(), r.num_sge, 0, need, iov, cnt, transport::kMaxPlacementIov,

@@ -14,6 +14,9 @@ constexpr size_t kUdHeaderLen = 20;
 enum : uint8_t {
     kUdFlagImm = 0x01,        // imm carries immediate data (SEND WITH IMM)
     kUdFlagSolicited = 0x02,  // the sender asked for a solicited event
+    // Flow-control grant, no payload: imm = datagrams consumed from the addressee (mod 2^32),
+    // qkey = datagrams it may have in flight.
+    kUdFlagCredit = 0x04,
 };
 
 struct UdHeader {

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -242,6 +243,106 @@ TEST(Ud, FullReceiveQueueDrops) {
         PCHECK_EQ(wc.status, IBV_WC_SUCCESS);
         PCHECK_EQ(wc.wr_id, 100u);
         PCHECK_EQ(e.buf[kGrh], 0xee);
+        oob.barrier();
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(sender, receiver));
+}
+
+// Flow control, what a lossless RoCE fabric gives: while the receiving process is stopped,
+// a burst larger than its socket buffer is held back at the sender (the send completions
+// wait), and every datagram arrives, in order, once it runs again.
+TEST(Ud, FlowControlHoldsSendsWhileReceiverIsStopped) {
+    constexpr int kCount = 2000;
+    constexpr uint32_t kLen = 4096, kSlot = 4096 + 64;
+    EpOptions o = ud_opts();
+    o.buf_size = size_t(kCount) * kSlot + 8192;
+    o.max_send_wr = o.max_recv_wr = 4096;
+    o.cqe = 8192;
+    auto sender = [o](Oob &oob) {
+        Endpoint e(o);
+        e.exchange_and_connect(oob);
+        const pid_t peer = oob.get<pid_t>();
+        ibv_ah *ah = make_ah(e);
+        oob.barrier();  // receives posted
+        PCHECK_EQ(kill(peer, SIGSTOP), 0);
+        for (int i = 0; i < kCount; ++i) {
+            for (uint32_t k = 0; k < kLen; k += 64) e.buf[size_t(i) * kSlot + k] = uint8_t(i + k);
+            PCHECK_EQ(ud_send(e, ah, uint64_t(i), size_t(i) * kSlot, kLen, e.opt.qkey, true,
+                              uint32_t(i) * 7 + 1),
+                      0);
+        }
+        // Held back, not lost: far fewer completions than posts while the peer sleeps.
+        ibv_wc wc[64];
+        int done = 0;
+        const uint64_t until = now_ms() + 50;
+        while (now_ms() < until) {
+            const int n = ibv_poll_cq(e.cq, 64, wc);
+            PCHECK(n >= 0);
+            for (int k = 0; k < n; ++k) PCHECK_EQ(wc[k].status, IBV_WC_SUCCESS);
+            done += n;
+        }
+        PCHECK(done < kCount / 2);
+        PCHECK_EQ(kill(peer, SIGCONT), 0);
+        const uint64_t deadline = now_ms() + 20000;
+        while (done < kCount && now_ms() < deadline) {
+            const int n = ibv_poll_cq(e.cq, 64, wc);
+            PCHECK(n >= 0);
+            for (int k = 0; k < n; ++k) {
+                PCHECK_EQ(wc[k].status, IBV_WC_SUCCESS);
+                PCHECK_EQ(wc[k].wr_id, uint64_t(done + k));  // in order
+            }
+            done += n;
+        }
+        PCHECK_EQ(done, kCount);
+        oob.barrier();
+        ibv_destroy_ah(ah);
+        return 0;
+    };
+    auto receiver = [o](Oob &oob) {
+        Endpoint e(o);
+        e.exchange_and_connect(oob);
+        oob.put(getpid());
+        for (int i = 0; i < kCount; ++i) e.post_recv(uint64_t(i), size_t(i) * kSlot, kSlot);
+        oob.barrier();
+        for (int i = 0; i < kCount; ++i) {
+            const ibv_wc wc = e.wait_wc();
+            PCHECK_EQ(wc.status, IBV_WC_SUCCESS);
+            PCHECK_EQ(wc.wr_id, uint64_t(i));
+            PCHECK_EQ(wc.byte_len, kGrh + kLen);
+            PCHECK(wc.wc_flags & IBV_WC_WITH_IMM);  // each header travelled with its request
+            PCHECK_EQ(ntohl(wc.imm_data), uint32_t(i) * 7 + 1);
+            for (uint32_t k = 0; k < kLen; k += 64)
+                PCHECK_EQ(e.buf[size_t(i) * kSlot + kGrh + k], uint8_t(i + k));
+        }
+        oob.barrier();
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(sender, receiver));
+}
+
+// Unreliable still means a send never waits for a peer that is gone: after the flow-control
+// watchdog, datagrams to a destroyed QP complete (and are lost) without stalling the sender.
+TEST(Ud, SendsToAGonePeerComplete) {
+    auto sender = [](Oob &oob) {
+        Endpoint e(ud_opts());
+        e.exchange_and_connect(oob);
+        ibv_ah *ah = make_ah(e);
+        oob.barrier();  // the peer's QP is gone
+        const uint64_t t0 = now_ms();
+        for (int i = 0; i < 60; ++i) {
+            PCHECK_EQ(ud_send(e, ah, uint64_t(i), 0, 512, e.opt.qkey), 0);
+            expect_send_ok(e, uint64_t(i));
+        }
+        PCHECK(now_ms() - t0 < 2000);
+        ibv_destroy_ah(ah);
+        return 0;
+    };
+    auto receiver = [](Oob &oob) {
+        Endpoint e(ud_opts());
+        e.exchange_and_connect(oob);
+        PCHECK_EQ(ibv_destroy_qp(e.qp), 0);
+        e.qp = nullptr;
         oob.barrier();
         return 0;
     };

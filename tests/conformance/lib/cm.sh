@@ -8,15 +8,6 @@
 #
 # Same rules as lib.sh: bounded loops and time, 127.0.0.1 only, PIDs only, never skip.
 
-# require_pkg_prog <prog> <debian package>: like require_prog, with the package named.
-require_pkg_prog() {
-    if ! command -v "$1" >/dev/null 2>&1; then
-        printf 'FATAL: required program "%s" not found in PATH (Debian package: %s). ' "$1" "$2" >&2
-        printf 'This test does not skip: install it (scripts/deps.sh test).\n' >&2
-        exit 1
-    fi
-}
-
 # cm_init: our librdmacm.so.1 must be in the libdir (a CM program on Debian's librdmacm
 # would not be testing softrdma's CM), and stdbuf must exist: the checks below count
 # output lines, which needs line-buffered stdout when stdout and stderr share a file.

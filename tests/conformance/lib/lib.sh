@@ -70,6 +70,15 @@ require_prog() {
     done
 }
 
+# require_pkg_prog <prog> <debian package>: like require_prog, with the package named.
+require_pkg_prog() {
+    if ! command -v "$1" >/dev/null 2>&1; then
+        printf 'FATAL: required program "%s" not found in PATH (Debian package: %s). ' "$1" "$2" >&2
+        printf 'This test does not skip: install it (scripts/deps.sh test).\n' >&2
+        exit 1
+    fi
+}
+
 # free_port: ask the kernel for a currently free TCP port on 127.0.0.1.
 free_port() {
     python3 - <<'EOF'

@@ -1,0 +1,112 @@
+#include "transport/ud_flow.h"
+
+#include <cstring>
+
+namespace softrdma::transport {
+
+UdFlow::Dest *UdFlow::find_dest(const uint8_t gid[16], uint32_t qpn, bool exact_gid) const {
+    Dest *by_qpn = nullptr;
+    int qpn_matches = 0;
+    for (Dest &d : dests_) {
+        if (!d.used || d.qpn != qpn) continue;
+        if (std::memcmp(d.gid, gid, 16) == 0) return &d;
+        by_qpn = &d;
+        ++qpn_matches;
+    }
+    // A grant may come from another address of the same host (the peer answers from
+    // whatever address routing picks): a QPN names one UDP port, so accept a unique match.
+    return !exact_gid && qpn_matches == 1 ? by_qpn : nullptr;
+}
+
+UdFlow::Dest &UdFlow::dest(const uint8_t gid[16], uint32_t qpn, uint64_t now_ns) {
+    if (Dest *d = find_dest(gid, qpn, true)) {
+        d->last_use = now_ns;
+        return *d;
+    }
+    Dest *slot = &dests_[0];
+    for (Dest &d : dests_) {
+        if (!d.used) {
+            slot = &d;
+            break;
+        }
+        if (d.last_use < slot->last_use) slot = &d;
+    }
+    *slot = Dest{};
+    std::memcpy(slot->gid, gid, 16);
+    slot->qpn = qpn;
+    slot->used = true;
+    slot->last_use = now_ns;
+    return *slot;
+}
+
+bool UdFlow::may_send(const uint8_t gid[16], uint32_t qpn, uint64_t now_ns) {
+    Dest &d = dest(gid, qpn, now_ns);
+    if (d.unmetered || d.sent - d.acked < d.window) {
+        d.blocked_since = 0;
+        return true;
+    }
+    if (!d.blocked_since) d.blocked_since = now_ns;
+    if (now_ns - d.blocked_since < kWatchdogNs) return false;
+    d.unmetered = true;  // nobody grants: do not stall this peer's traffic any longer
+    d.blocked_since = 0;
+    return true;
+}
+
+void UdFlow::sent(const uint8_t gid[16], uint32_t qpn, uint64_t now_ns) {
+    ++dest(gid, qpn, now_ns).sent;
+}
+
+void UdFlow::granted(const uint8_t gid[16], uint32_t qpn, uint32_t consumed, uint32_t window) {
+    Dest *d = find_dest(gid, qpn, false);
+    if (!d) return;  // a peer we never sent to, or forgot
+    const bool resync = d->unmetered;
+    d->unmetered = false;
+    d->window = window ? window : kInitialWindow;
+    // After a watchdog release, or when the peer reports more than we sent or less than it
+    // did before (one side forgot the other), datagrams went uncounted or were lost: the
+    // peer's count becomes the truth, so lost datagrams do not shrink the window for good.
+    if (resync || int32_t(d->sent - consumed) < 0 || int32_t(consumed - d->acked) < 0)
+        d->sent = consumed;
+    d->acked = consumed;
+}
+
+uint64_t UdFlow::retry_at(const uint8_t gid[16], uint32_t qpn) const {
+    const Dest *d = find_dest(gid, qpn, true);
+    return d && d->blocked_since ? d->blocked_since + kWatchdogNs : 0;
+}
+
+bool UdFlow::consumed(const uint8_t gid[16], uint32_t qpn, uint64_t now_ns, uint32_t window,
+                      uint32_t &grant_consumed) {
+    Source *s = nullptr;
+    for (Source &e : sources_)
+        if (e.used && e.qpn == qpn && std::memcmp(e.gid, gid, 16) == 0) {
+            s = &e;
+            break;
+        }
+    if (!s) {
+        s = &sources_[0];
+        for (Source &e : sources_) {
+            if (!e.used) {
+                s = &e;
+                break;
+            }
+            if (e.last_use < s->last_use) s = &e;
+        }
+        *s = Source{};
+        std::memcpy(s->gid, gid, 16);
+        s->qpn = qpn;
+        s->used = true;
+    }
+    s->last_use = now_ns;
+    ++s->count;
+    // The first grant goes out early (the sender starts with a small window); then one per
+    // quarter window keeps the sender streaming without a grant per datagram.
+    const uint32_t every = s->granted ? (window / 4 ? window / 4 : 1) : 2;
+    if (s->count - s->granted_at < every) return false;
+    s->granted = true;
+    s->granted_at = s->count;
+    grant_consumed = s->count;
+    return true;
+}
+
+}  // namespace softrdma::transport

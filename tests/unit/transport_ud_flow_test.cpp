@@ -1,0 +1,108 @@
+// UD flow-control bookkeeping: windows, grants, the watchdog, resynchronisation and the
+// bounded peer tables.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "transport/ud_flow.h"
+
+using softrdma::transport::UdFlow;
+
+namespace {
+
+struct Gid {
+    uint8_t raw[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 1};
+};
+
+constexpr uint64_t kMs = 1'000'000;
+
+// Sends while allowed; returns how many went.
+int send_all(UdFlow &f, const Gid &g, uint32_t qpn, uint64_t now, int max = 100000) {
+    int n = 0;
+    while (n < max && f.may_send(g.raw, qpn, now)) {
+        f.sent(g.raw, qpn, now);
+        ++n;
+    }
+    return n;
+}
+
+}  // namespace
+
+TEST(UdFlow, InitialWindowThenGrantsOpenIt) {
+    UdFlow f;
+    Gid g;
+    EXPECT_EQ(send_all(f, g, 0x100ff, 1), int(UdFlow::kInitialWindow));
+    f.granted(g.raw, 0x100ff, 2, 100);  // 2 consumed, 100 may be in flight
+    EXPECT_EQ(send_all(f, g, 0x100ff, 2), 100 - 6);
+    EXPECT_FALSE(f.may_send(g.raw, 0x100ff, 3));
+    f.granted(g.raw, 0x100ff, 102, 100);  // everything consumed
+    EXPECT_EQ(send_all(f, g, 0x100ff, 4), 100);
+}
+
+TEST(UdFlow, WatchdogReleasesASilentPeerAndAGrantMetersItAgain) {
+    UdFlow f;
+    Gid g;
+    const uint64_t t0 = 10 * kMs;
+    EXPECT_EQ(send_all(f, g, 7, t0), int(UdFlow::kInitialWindow));
+    EXPECT_EQ(f.retry_at(g.raw, 7), t0 + UdFlow::kWatchdogNs);
+    EXPECT_FALSE(f.may_send(g.raw, 7, t0 + UdFlow::kWatchdogNs - 1));
+    EXPECT_EQ(send_all(f, g, 7, t0 + UdFlow::kWatchdogNs, 1000), 1000);  // released
+    // The peer was alive after all: its count becomes the truth (the released datagrams
+    // were not counted, some may be lost), and the window applies again.
+    f.granted(g.raw, 7, 50, 16);
+    EXPECT_EQ(send_all(f, g, 7, t0 + UdFlow::kWatchdogNs + 1), 16);
+}
+
+TEST(UdFlow, PeerThatForgotUsIsResynchronised) {
+    UdFlow f;
+    Gid g;
+    send_all(f, g, 9, 1);
+    f.granted(g.raw, 9, 8, 8);
+    send_all(f, g, 9, 2);       // 16 sent
+    f.granted(g.raw, 9, 3, 8);  // went backwards: the peer restarted its count
+    EXPECT_EQ(send_all(f, g, 9, 3), 8);
+    f.granted(g.raw, 9, 1000, 8);  // more than we ever sent: we were the one who forgot
+    EXPECT_EQ(send_all(f, g, 9, 4), 8);
+}
+
+TEST(UdFlow, GrantFromAnotherAddressOfTheSamePeer) {
+    UdFlow f;
+    Gid g, other;
+    other.raw[15] = 9;
+    send_all(f, g, 0x2200ff, 1);
+    f.granted(other.raw, 0x2200ff, 8, 8);  // unique QPN: accepted
+    EXPECT_EQ(send_all(f, g, 0x2200ff, 2), 8);
+    f.granted(g.raw, 0x3300ff, 100, 100);  // a QPN we never sent to: ignored
+    EXPECT_FALSE(f.may_send(g.raw, 0x2200ff, 3));
+}
+
+TEST(UdFlow, ReceiverGrantsEarlyThenEveryQuarterWindow) {
+    UdFlow f;
+    Gid g;
+    uint32_t c = 0;
+    std::vector<uint32_t> grants;
+    for (int i = 0; i < 300; ++i)
+        if (f.consumed(g.raw, 5, uint64_t(i), 100, c)) grants.push_back(c);
+    ASSERT_GE(grants.size(), 3u);
+    EXPECT_EQ(grants[0], 2u);
+    EXPECT_EQ(grants[1], 27u);
+    EXPECT_EQ(grants[2], 52u);
+}
+
+TEST(UdFlow, TablesAreBoundedAndForgetTheOldest) {
+    UdFlow f;
+    uint32_t c;
+    for (uint32_t q = 1; q <= 1000; ++q) {
+        Gid g;
+        g.raw[14] = uint8_t(q >> 8);
+        g.raw[15] = uint8_t(q);
+        EXPECT_TRUE(f.may_send(g.raw, q, q));
+        f.sent(g.raw, q, q);
+        f.consumed(g.raw, q, q, 64, c);
+    }
+    Gid first;
+    first.raw[14] = 0;
+    first.raw[15] = 1;
+    EXPECT_EQ(f.retry_at(first.raw, 1), 0u);  // forgotten: starts afresh
+    EXPECT_EQ(send_all(f, first, 1, 2000), int(UdFlow::kInitialWindow));
+}
