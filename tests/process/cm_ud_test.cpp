@@ -195,3 +195,67 @@ TEST(CmUd, SidrTimeoutIsUnreachable) {
     };
     EXPECT_PAIR_OK(run_pair(silent, client));
 }
+
+// A retransmitted SIDR request (same sender, same request id) is answered again with the same
+// reply and never becomes a second id; malformed datagrams on the listener's port are ignored.
+// The requester here is a plain UDP socket speaking the bytes of docs/wire.md §8.2.
+TEST(CmUd, RetransmittedRequestAnsweredAgainNotDuplicated) {
+    auto server = [](Oob &oob) {
+        rdma_event_channel *ch = rdma_create_event_channel();
+        rdma_cm_id *l = listen_any(ch, oob, RDMA_PS_UDP);
+        rdma_cm_event *ev = wait_event(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+        rdma_cm_id *id = ev->id;
+        PCHECK_EQ(ev->param.ud.private_data_len, 180);
+        PCHECK_EQ(static_cast<const uint8_t *>(ev->param.ud.private_data)[0], 0xab);
+        rdma_ack_cm_event(ev);
+        ibv_qp_init_attr qa = ud_attr();
+        PCHECK(rdma_create_qp(id, nullptr, &qa) == 0);
+        PCHECK(rdma_accept(id, nullptr) == 0);
+        oob.barrier();  // the client sent the duplicate and the junk, and got its answers
+        pollfd p{ch->fd, POLLIN, 0};
+        PCHECK_EQ(poll(&p, 1, 300), 0);  // no second CONNECT_REQUEST, nothing else
+        oob.barrier();
+        rdma_destroy_qp(id);
+        PCHECK(rdma_destroy_id(id) == 0);
+        PCHECK(rdma_destroy_id(l) == 0);
+        rdma_destroy_event_channel(ch);
+        return 0;
+    };
+    auto client = [](Oob &oob) {
+        const uint16_t port = oob.get<uint16_t>();
+        const int s = socket(AF_INET, SOCK_DGRAM, 0);
+        PCHECK(s >= 0);
+        timeval tv{5, 0};
+        setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        sockaddr_in to = loopback(port);
+        // Request: magic 'S', version 1, type 1, status 0, request id, QPN 0, Q_Key 0,
+        // private data length 1, reserved, then one byte of private data.
+        const uint8_t req[21] = {0x53, 1, 1, 0, 0xde, 0xad, 0xbe, 0xef, 0, 0,   0,
+                                 0,    0, 0, 0, 0,    1,    0,    0,    0, 0xab};
+        uint8_t rep[2][512];
+        ssize_t n[2];
+        for (int k = 0; k < 2; ++k) {
+            PCHECK(sendto(s, req, sizeof req, 0, reinterpret_cast<sockaddr *>(&to), sizeof to) ==
+                   ssize_t(sizeof req));
+            n[k] = recv(s, rep[k], sizeof rep[k], 0);
+            PCHECK(n[k] >= 20);
+        }
+        PCHECK_EQ(n[0], n[1]);
+        PCHECK(std::memcmp(rep[0], rep[1], size_t(n[0])) == 0);  // the same answer again
+        PCHECK_EQ(rep[0][0], 0x53);
+        PCHECK_EQ(rep[0][2], 2);                           // reply
+        PCHECK_EQ(rep[0][3], 0);                           // accepted
+        PCHECK(std::memcmp(rep[0] + 4, req + 4, 4) == 0);  // our request id
+        const uint32_t qkey = uint32_t(rep[0][12]) << 24 | uint32_t(rep[0][13]) << 16 |
+                              uint32_t(rep[0][14]) << 8 | rep[0][15];
+        PCHECK_EQ(qkey, uint32_t(RDMA_UDP_QKEY));
+        const uint8_t junk[][8] = {{0x53, 1, 1}, {0x53, 1, 9, 0, 1, 2, 3, 4}, {0, 0, 0, 0, 0}};
+        for (const auto &j : junk)
+            PCHECK(sendto(s, j, sizeof j, 0, reinterpret_cast<sockaddr *>(&to), sizeof to) > 0);
+        oob.barrier();
+        oob.barrier();
+        close(s);
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(server, client));
+}

@@ -116,7 +116,8 @@ Endpoint::Endpoint(const EpOptions &o) : opt(o) {
     }
     cq = ibv_create_cq(ctx, opt.cqe, this, chan, 0);
     PCHECK(cq);
-    buf = static_cast<uint8_t *>(aligned_alloc(4096, opt.buf_size));
+    // aligned_alloc wants a multiple of the alignment.
+    buf = static_cast<uint8_t *>(aligned_alloc(4096, (opt.buf_size + 4095) & ~size_t(4095)));
     PCHECK(buf);
     std::memset(buf, 0, opt.buf_size);
     mr = ibv_reg_mr(pd, buf, opt.buf_size, opt.mr_access);
