@@ -21,11 +21,6 @@
 namespace softrdma::cm {
 namespace {
 
-int fail(int err) {
-    errno = err;
-    return -1;
-}
-
 bool is_wildcard(const sockaddr *sa) {
     if (sa->sa_family == AF_INET)
         return reinterpret_cast<const sockaddr_in *>(sa)->sin_addr.s_addr == htonl(INADDR_ANY);

@@ -34,11 +34,6 @@ uint64_t cm_timeout_ns() {
 
 namespace {
 
-int fail(int err) {
-    errno = err;
-    return -1;
-}
-
 bool want_crc() {
     const char *v = std::getenv("SOFTRDMA_MPA_CRC");
     return v && std::strcmp(v, "1") == 0;

@@ -13,11 +13,6 @@
 namespace softrdma::cm {
 namespace {
 
-int fail(int err) {
-    errno = err;
-    return -1;
-}
-
 template <typename T>
 T *copy_bytes(const void *src, size_t len) {
     void *p = std::malloc(len);
@@ -25,7 +20,9 @@ T *copy_bytes(const void *src, size_t len) {
     return static_cast<T *>(p);
 }
 
-char *dup_str(const char *s) { return s ? strdup(s) : nullptr; }
+char *dup_str(const char *s) {
+    return s ? strdup(s) : nullptr;
+}
 
 }  // namespace
 

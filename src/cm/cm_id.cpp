@@ -48,12 +48,12 @@ DevCtx *dev_entry(verbs::Device *d) {
     return &devs().back();
 }
 
+}  // namespace
+
 int fail(int err) {
     errno = err;
     return -1;
 }
-
-}  // namespace
 
 bool cm_debug() {
     static const bool on = [] {

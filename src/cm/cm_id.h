@@ -154,6 +154,8 @@ using verbs::sockaddr_to_gid;
 socklen_t sockaddr_len(const sockaddr *sa);
 
 uint64_t cm_timeout_ns();
+// Sets errno and returns -1, the librdmacm error convention (rdma-core's ERR()).
+int fail(int err);
 
 // cm_sidr.cpp (mu held unless said otherwise).
 int sidr_listen(CmId &id);

@@ -16,11 +16,6 @@
 namespace softrdma::cm {
 namespace {
 
-int fail(int err) {
-    errno = err;
-    return -1;
-}
-
 socklen_t group_addr_len(const sockaddr *a) {
     switch (a->sa_family) {
         case AF_INET:

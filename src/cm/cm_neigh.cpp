@@ -43,8 +43,9 @@ Route route_to(const sockaddr *dst) {
         char attrs[64];
     } req{};
     const bool v4 = dst->sa_family == AF_INET;
-    const void *addr = v4 ? static_cast<const void *>(&reinterpret_cast<const sockaddr_in *>(dst)->sin_addr)
-                          : static_cast<const void *>(&reinterpret_cast<const sockaddr_in6 *>(dst)->sin6_addr);
+    const void *addr =
+        v4 ? static_cast<const void *>(&reinterpret_cast<const sockaddr_in *>(dst)->sin_addr)
+           : static_cast<const void *>(&reinterpret_cast<const sockaddr_in6 *>(dst)->sin6_addr);
     const size_t alen = v4 ? 4 : 16;
     req.h.nlmsg_type = RTM_GETROUTE;
     req.h.nlmsg_flags = NLM_F_REQUEST;
@@ -69,7 +70,8 @@ Route route_to(const sockaddr *dst) {
     int len = int(RTM_PAYLOAD(h));
     for (auto *a = RTM_RTA(m); RTA_OK(a, len); a = RTA_NEXT(a, len)) {
         if (a->rta_type == RTA_OIF) r.oif = *static_cast<int *>(RTA_DATA(a));
-        if (a->rta_type == RTA_GATEWAY && RTA_PAYLOAD(a) == alen) std::memcpy(r.hop, RTA_DATA(a), alen);
+        if (a->rta_type == RTA_GATEWAY && RTA_PAYLOAD(a) == alen)
+            std::memcpy(r.hop, RTA_DATA(a), alen);
     }
     return r;
 }
@@ -107,8 +109,8 @@ NeighState next_hop_state(const sockaddr *dst) {
     }
     if (h->nlmsg_type != RTM_NEWNEIGH) return NeighState::kPending;
     const auto *m = static_cast<ndmsg *>(NLMSG_DATA(h));
-    if (m->ndm_state & (NUD_REACHABLE | NUD_STALE | NUD_DELAY | NUD_PROBE | NUD_PERMANENT |
-                        NUD_NOARP))
+    if (m->ndm_state &
+        (NUD_REACHABLE | NUD_STALE | NUD_DELAY | NUD_PROBE | NUD_PERMANENT | NUD_NOARP))
         return NeighState::kResolved;
     if (m->ndm_state & NUD_FAILED) return NeighState::kFailed;
     return NeighState::kPending;

@@ -23,7 +23,7 @@ namespace {
 
 class NetlinkWatcher : public transport::Pollable,
                        public std::enable_shared_from_this<NetlinkWatcher> {
-public:
+  public:
     bool open() {
         fd_.reset(::socket(AF_NETLINK, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, NETLINK_ROUTE));
         if (!fd_) return false;
@@ -45,7 +45,7 @@ public:
         }
     }
 
-private:
+  private:
     void handle(nlmsghdr *h) {
         if (h->nlmsg_type == RTM_DELADDR) {
             auto *ifa = static_cast<ifaddrmsg *>(NLMSG_DATA(h));

@@ -15,11 +15,6 @@ std::function<void()> disconnect_hook(CmId &id);
 
 namespace {
 
-int fail(int err) {
-    errno = err;
-    return -1;
-}
-
 constexpr unsigned kCmQpAccess =
     IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 

@@ -24,11 +24,6 @@ void register_child(const std::shared_ptr<CmId> &id);
 
 namespace {
 
-int fail(int err) {
-    errno = err;
-    return -1;
-}
-
 constexpr uint64_t kRetransmitNs = 250'000'000;
 constexpr size_t kMaxSeen = 256;
 

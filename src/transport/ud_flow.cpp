@@ -3,6 +3,20 @@
 #include <cstring>
 
 namespace softrdma::transport {
+namespace {
+
+// The entry for a new peer: a free one, else the least recently used (forgotten).
+template <typename Entry, size_t N>
+Entry &claim(Entry (&table)[N]) {
+    Entry *slot = &table[0];
+    for (Entry &e : table) {
+        if (!e.used) return e;
+        if (e.last_use < slot->last_use) slot = &e;
+    }
+    return *slot;
+}
+
+}  // namespace
 
 UdFlow::Dest *UdFlow::find_dest(const uint8_t gid[16], uint32_t qpn, bool exact_gid) const {
     Dest *by_qpn = nullptr;
@@ -23,14 +37,7 @@ UdFlow::Dest &UdFlow::dest(const uint8_t gid[16], uint32_t qpn, uint64_t now_ns)
         d->last_use = now_ns;
         return *d;
     }
-    Dest *slot = &dests_[0];
-    for (Dest &d : dests_) {
-        if (!d.used) {
-            slot = &d;
-            break;
-        }
-        if (d.last_use < slot->last_use) slot = &d;
-    }
+    Dest *slot = &claim(dests_);
     *slot = Dest{};
     std::memcpy(slot->gid, gid, 16);
     slot->qpn = qpn;
@@ -84,14 +91,7 @@ bool UdFlow::consumed(const uint8_t gid[16], uint32_t qpn, uint64_t now_ns, uint
             break;
         }
     if (!s) {
-        s = &sources_[0];
-        for (Source &e : sources_) {
-            if (!e.used) {
-                s = &e;
-                break;
-            }
-            if (e.last_use < s->last_use) s = &e;
-        }
+        s = &claim(sources_);
         *s = Source{};
         std::memcpy(s->gid, gid, 16);
         s->qpn = qpn;

@@ -189,9 +189,5 @@ TEST(CmMcast, JoinErrors) {
         oob.barrier();
         return 0;
     };
-    auto idle = [](Oob &oob) {
-        oob.barrier();
-        return 0;
-    };
-    EXPECT_PAIR_OK(run_pair(one, idle));
+    EXPECT_PAIR_OK(run_pair(one, idle_peer));
 }

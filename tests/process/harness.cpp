@@ -13,6 +13,11 @@
 
 namespace sr_test {
 
+int idle_peer(Oob &oob) {
+    oob.barrier();
+    return 0;
+}
+
 uint64_t now_ms() {
     timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

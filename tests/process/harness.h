@@ -64,6 +64,8 @@ PairResult run_pair(const std::function<int(Oob &)> &a, const std::function<int(
                     int timeout_ms = 60000);
 
 uint64_t now_ms();
+// The other half of a pair for single-process tests: waits at one barrier, then exits 0.
+int idle_peer(Oob &oob);
 
 // Evaluates the pair once and reports all three outcomes on failure.
 #define EXPECT_PAIR_OK(expr)                                                \

@@ -208,11 +208,7 @@ TEST(Mcast, BlockSelfLoopback) {
         oob.barrier();
         return 0;
     };
-    auto idle = [](Oob &oob) {
-        oob.barrier();
-        return 0;
-    };
-    EXPECT_PAIR_OK(run_pair(one, idle));
+    EXPECT_PAIR_OK(run_pair(one, idle_peer));
 }
 
 // The kernel's answers: multicast needs a UD QP and a multicast GID.
@@ -236,9 +232,5 @@ TEST(Mcast, AttachErrors) {
         oob.barrier();
         return 0;
     };
-    auto idle = [](Oob &oob) {
-        oob.barrier();
-        return 0;
-    };
-    EXPECT_PAIR_OK(run_pair(one, idle));
+    EXPECT_PAIR_OK(run_pair(one, idle_peer));
 }
