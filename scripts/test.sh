@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every test: unit, API, two-process, ABI (layout/exports/ldd) and Debian's unmodified RDMA
-# programs on our libraries; then the unit/API/process tests again under ASan+UBSan.
+# programs on our libraries; then the unit/API/process tests again under ASan+UBSan, the
+# API/process tests under TSan, and every wire decoder under libFuzzer (10 s each).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh test
@@ -21,5 +22,8 @@ if [ "${SOFTRDMA_SKIP_SANITIZERS:-0}" != 1 ]; then
     cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DSANITIZE=thread -DBUILD_TESTING=ON >/dev/null
     cmake --build build-tsan -j"$jobs" --target sr_api_tests sr_process_tests
     (cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j1 -L 'api|process' --timeout 600)
+fi
+if [ "${SOFTRDMA_SKIP_FUZZ:-0}" != 1 ]; then
+    scripts/fuzz.sh "${SOFTRDMA_FUZZ_SECONDS:-10}"
 fi
 echo "all tests passed"
