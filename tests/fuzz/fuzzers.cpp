@@ -27,7 +27,9 @@ void require(bool ok) {
 }
 
 // The input, copied to a buffer of exactly its size so ASan sees any over-read.
-std::vector<uint8_t> exact(const uint8_t *d, size_t n) { return {d, d + n}; }
+std::vector<uint8_t> exact(const uint8_t *d, size_t n) {
+    return {d, d + n};
+}
 
 [[maybe_unused]] void fuzz_mpa(const uint8_t *d, size_t n) {
     if (!n) return;
@@ -80,7 +82,8 @@ std::vector<uint8_t> exact(const uint8_t *d, size_t n) { return {d, d + n}; }
     auto take = [&](size_t len) { return left >= len ? exact(p, len) : std::vector<uint8_t>(); };
     switch (h.op) {
         case wire::RdmapOp::kReadRequest:
-            if (auto b = take(wire::kReadRequestLen); !b.empty()) wire::decode_read_request(b.data());
+            if (auto b = take(wire::kReadRequestLen); !b.empty())
+                wire::decode_read_request(b.data());
             break;
         case wire::RdmapOp::kAtomicRequest:
             if (auto b = take(wire::kAtomicRequestLen); !b.empty()) {
@@ -135,8 +138,8 @@ std::vector<uint8_t> exact(const uint8_t *d, size_t n) { return {d, d + n}; }
 class ArenaHandler : public transport::StreamHandler {
   public:
     bool place(const wire::SegmentHeader &h, transport::Placement &p) override {
-        if (h.payload_len <= transport::kScratchPayloadMax && (h.op == wire::RdmapOp::kControl ||
-                                                                h.op == wire::RdmapOp::kReadRequest)) {
+        if (h.payload_len <= transport::kScratchPayloadMax &&
+            (h.op == wire::RdmapOp::kControl || h.op == wire::RdmapOp::kReadRequest)) {
             p.kind = transport::Placement::Kind::kScratch;
             return true;
         }

@@ -104,8 +104,8 @@ int main(int argc, char **argv) {
 
     // A stream: a SEND, a WRITE and an ACK back to back (first byte: no CRC).
     Bytes stream{0};
-    for (const Bytes &s : {segment(send, Bytes(5, 0x42)), segment(write, Bytes(64, 0x77)),
-                           segment(ctl, cp)})
+    for (const Bytes &s :
+         {segment(send, Bytes(5, 0x42)), segment(write, Bytes(64, 0x77)), segment(ctl, cp)})
         stream.insert(stream.end(), s.begin(), s.end());
     put("fpdu_stream", "send_write_ack", stream);
 
