@@ -160,6 +160,29 @@ IoStatus FpduStream::finish_payload_from_socket() {
     return IoStatus::kOk;
 }
 
+IoStatus FpduStream::fault(const wire::TerminatePayload &t) {
+    proto_error_ = true;
+    rx_fault_ = t;
+    return IoStatus::kError;
+}
+
+bool FpduStream::send_terminate(const wire::TerminatePayload &t) {
+    if (tx_pending()) return false;  // mid-frame: the peer could not find the frame
+    wire::SegmentHeader h;
+    h.op = wire::RdmapOp::kTerminate;
+    h.qn = wire::kQnTerminate;
+    h.payload_len = wire::kTerminateLen;
+    uint8_t f[wire::kUntaggedHeaderLen + wire::kTerminateLen + wire::kCrcLen];
+    size_t n = wire::encode_segment_header(h, f);
+    wire::encode_terminate(t, f + n);
+    n += wire::kTerminateLen;  // 24 bytes: no padding
+    if (crc_) {
+        put_le32(f + n, wire::crc32c(0, f, n));
+        n += wire::kCrcLen;
+    }
+    return ::send(fd_.get(), f, n, MSG_DONTWAIT | MSG_NOSIGNAL) == ssize_t(n);
+}
+
 IoStatus FpduStream::pump_rx(StreamHandler &h, int max_segments, bool &progressed) {
     progressed = false;
     int handled = 0;
@@ -168,10 +191,8 @@ IoStatus FpduStream::pump_rx(StreamHandler &h, int max_segments, bool &progresse
         switch (rx_state_) {
             case RxState::kHeader: {
                 const auto r = wire::decode_segment_header({stage_.get() + rd_, staged()}, hdr_);
-                if (r.status == wire::DecodeStatus::kMalformed) {
-                    proto_error_ = true;
-                    return IoStatus::kError;
-                }
+                if (r.status == wire::DecodeStatus::kMalformed)
+                    return fault(wire::terminate_for_bad_header({stage_.get() + rd_, staged()}));
                 if (r.status == wire::DecodeStatus::kNeedMore) {
                     if (!refill(st)) return st;
                     continue;
@@ -180,20 +201,17 @@ IoStatus FpduStream::pump_rx(StreamHandler &h, int max_segments, bool &progresse
                 rd_ += r.header_len;
                 place_ = Placement{};
                 if (!h.place(hdr_, place_)) {
-                    proto_error_ = true;
-                    return IoStatus::kError;
+                    return fault(kUnspecifiedFault);
                 }
                 if (place_.kind == Placement::Kind::kScratch &&
                     hdr_.payload_len > kScratchPayloadMax) {
-                    proto_error_ = true;
-                    return IoStatus::kError;
+                    return fault(kUnspecifiedFault);
                 }
                 if (place_.kind == Placement::Kind::kIov) {
                     size_t total = 0;
                     for (int i = 0; i < place_.iovcnt; ++i) total += place_.iov[i].iov_len;
                     if (total != hdr_.payload_len) {
-                        proto_error_ = true;
-                        return IoStatus::kError;
+                        return fault(kUnspecifiedFault);
                     }
                     // Zero-length pieces would stall the cursor.
                     int k = 0;
@@ -242,16 +260,13 @@ IoStatus FpduStream::pump_rx(StreamHandler &h, int max_segments, bool &progresse
                     const size_t pad = trailer_len_ - wire::kCrcLen;
                     const uint8_t *t = stage_.get() + rd_;
                     const uint32_t c = wire::crc32c(rx_crc_, t, pad);
-                    if (c != get_le32(t + pad)) {
-                        proto_error_ = true;
-                        return IoStatus::kError;
-                    }
+                    if (c != get_le32(t + pad))
+                        return fault({wire::TermLayer::kMpa, 0, wire::kTermEcodeMpaCrc});
                 }
                 rd_ += trailer_len_;
                 rx_state_ = RxState::kHeader;
                 if (!h.on_segment(hdr_, {scratch_, scratch_len_})) {
-                    proto_error_ = true;
-                    return IoStatus::kError;
+                    return fault(kUnspecifiedFault);
                 }
                 progressed = true;
                 if (++handled >= max_segments) return IoStatus::kOk;

@@ -95,18 +95,27 @@ class FpduStream {
     // when output remains (the caller then waits for EPOLLOUT).
     IoStatus pump_tx(StreamHandler &h, bool &blocked);
     bool tx_pending() const { return cur_iov_ < batch_->niov_; }
-    // A protocol error detected by the stream itself (bad header or CRC).
+    // A protocol error detected on receive (bad header, CRC, or a segment the handler
+    // refused), and the TERMINATE that names it.
     bool protocol_error() const { return proto_error_; }
+    const wire::TerminatePayload &rx_fault() const { return rx_fault_; }
+    // Writes a TERMINATE now, unless a frame is half written (then the peer could not find
+    // it). Best effort: the connection is closed right after.
+    bool send_terminate(const wire::TerminatePayload &t);
 
   private:
     enum class RxState { kHeader, kPayload, kTrailer };
     bool refill(IoStatus &st);
     size_t staged() const { return wr_ - rd_; }
+    IoStatus fault(const wire::TerminatePayload &t);
+    static constexpr wire::TerminatePayload kUnspecifiedFault{
+        wire::TermLayer::kRdmap, wire::kTermEtypeRemoteOperation, wire::kTermEcodeUnspecified};
     IoStatus finish_payload_from_socket();
 
     UniqueFd fd_;
     bool crc_;
     bool proto_error_ = false;
+    wire::TerminatePayload rx_fault_{};
 
     // RX
     std::unique_ptr<uint8_t[]> stage_;

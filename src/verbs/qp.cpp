@@ -613,7 +613,11 @@ void Qp::progress(Lock &lk, bool rx) {
         bool progressed;
         auto rs = stream_->pump_rx(*this, 256, progressed);
         if (destroyed_ || !stream_) return;
-        if (rs != transport::IoStatus::kOk) return on_stream_lost(lk, stream_->protocol_error());
+        if (rs != transport::IoStatus::kOk) {
+            // A frame we cannot accept ends the connection, with a TERMINATE that says why.
+            if (stream_->protocol_error()) stream_->send_terminate(stream_->rx_fault());
+            return on_stream_lost(lk, stream_->protocol_error());
+        }
     }
     bool blocked;
     auto ts = stream_->pump_tx(*this, blocked);

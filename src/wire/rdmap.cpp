@@ -10,9 +10,13 @@ constexpr uint8_t kDdpVersion = 0x01;
 constexpr uint8_t kRdmapVersion = 0x40;  // RV = 01 in the top two bits
 }  // namespace
 
-bool op_is_tagged(RdmapOp op) { return op == RdmapOp::kWrite || op == RdmapOp::kReadResponse; }
+bool op_is_tagged(RdmapOp op) {
+    return op == RdmapOp::kWrite || op == RdmapOp::kReadResponse;
+}
 
-bool op_is_extension(RdmapOp op) { return uint8_t(op) >= uint8_t(RdmapOp::kImmediate); }
+bool op_is_extension(RdmapOp op) {
+    return uint8_t(op) >= uint8_t(RdmapOp::kImmediate);
+}
 
 size_t encode_segment_header(const SegmentHeader &h, uint8_t *out) {
     const bool tagged = op_is_tagged(h.op);
@@ -96,7 +100,9 @@ void encode_immediate(const ImmediatePayload &p, uint8_t *out) {
     put32(out + 4, p.write_len);
 }
 
-ImmediatePayload decode_immediate(const uint8_t *in) { return {get32(in), get32(in + 4)}; }
+ImmediatePayload decode_immediate(const uint8_t *in) {
+    return {get32(in), get32(in + 4)};
+}
 
 void encode_control(const ControlPayload &c, uint8_t *out) {
     out[0] = uint8_t(c.type);
@@ -115,6 +121,23 @@ void encode_terminate(const TerminatePayload &t, uint8_t *out) {
     out[0] = uint8_t(uint8_t(t.layer) << 4 | (t.etype & 0x0f));
     out[1] = t.ecode;
     out[2] = out[3] = 0;  // no echoed headers
+}
+
+TerminatePayload terminate_for_bad_header(std::span<const uint8_t> in) {
+    const TerminatePayload unspecified{TermLayer::kRdmap, kTermEtypeRemoteOperation,
+                                       kTermEcodeUnspecified};
+    if (in.size() < 4) return unspecified;
+    const uint8_t ddp = in[2], rdmap = in[3];
+    const bool tagged = ddp & kDdpTagged;
+    if ((ddp & 0x03) != kDdpVersion)
+        return {TermLayer::kDdp, uint8_t(tagged ? 1 : 2),
+                tagged ? kTermEcodeDdpTaggedVersion : kTermEcodeDdpUntaggedVersion};
+    if ((rdmap & 0xc0) != kRdmapVersion)
+        return {TermLayer::kRdmap, kTermEtypeRemoteOperation, kTermEcodeRdmapVersion};
+    const auto op = RdmapOp(rdmap & 0x0f);
+    if ((rdmap & 0x30) == 0 && (op == RdmapOp(0xf) || tagged != op_is_tagged(op)))
+        return {TermLayer::kRdmap, kTermEtypeRemoteOperation, kTermEcodeInvalidOpcode};
+    return unspecified;
 }
 
 TerminatePayload decode_terminate(const uint8_t *in) {

@@ -19,7 +19,7 @@ enum class RdmapOp : uint8_t {
     kSendSeInv = 0x6,
     kTerminate = 0x7,
     // Extension opcodes: sent only when both ends set kMpaFlagSoftrdmaExt.
-    kImmediate = 0x8,      // completes an RDMA WRITE WITH IMM at the responder
+    kImmediate = 0x8,  // completes an RDMA WRITE WITH IMM at the responder
     kImmediateSe = 0x9,
     kAtomicRequest = 0xA,
     kAtomicResponse = 0xB,
@@ -118,15 +118,15 @@ void encode_immediate(const ImmediatePayload &p, uint8_t *out);
 ImmediatePayload decode_immediate(const uint8_t *in);
 
 enum class ControlType : uint8_t {
-    kAck = 1,     // seq = requests executed so far (cumulative)
-    kNak = 2,     // seq = failing request, arg = NakCode; a TERMINATE follows
-    kRnrNak = 3,  // seq = request with no receive buffer, arg = min_rnr_timer code
-    kResync = 4,  // requester restarts at request seq after an RNR NAK
-    kCredits = 5, // arg = responder's max_dest_rd_atomic (sent once after setup)
+    kAck = 1,      // seq = requests executed so far (cumulative)
+    kNak = 2,      // seq = failing request, arg = NakCode; a TERMINATE follows
+    kRnrNak = 3,   // seq = request with no receive buffer, arg = min_rnr_timer code
+    kResync = 4,   // requester restarts at request seq after an RNR NAK
+    kCredits = 5,  // arg = responder's max_dest_rd_atomic (sent once after setup)
 };
 enum class NakCode : uint32_t {
-    kRemoteAccess = 1,   // bad key / bounds / access flags
-    kInvalidRequest = 2, // message too long for the receive buffer, bad opcode for QP type
+    kRemoteAccess = 1,    // bad key / bounds / access flags
+    kInvalidRequest = 2,  // message too long for the receive buffer, bad opcode for QP type
     kRemoteOperation = 3,
 };
 struct ControlPayload {
@@ -147,6 +147,11 @@ struct TerminatePayload {
 };
 constexpr size_t kTerminateLen = 4;
 void encode_terminate(const TerminatePayload &t, uint8_t *out);
+// The TERMINATE that answers a header decode_segment_header called malformed (`in` holds at
+// least its first 4 bytes), numbered as RFC 5040/5041: a wrong DDP version is a DDP
+// tagged/untagged buffer error, a wrong RDMAP version or an impossible opcode an RDMAP remote
+// operation error; anything else (reserved bits, a length shorter than the header) unspecified.
+TerminatePayload terminate_for_bad_header(std::span<const uint8_t> in);
 TerminatePayload decode_terminate(const uint8_t *in);
 
 // RDMAP error types / codes we emit (RFC 5040 §7).
@@ -157,8 +162,12 @@ enum : uint8_t {
     kTermEcodeInvalidStag = 0x00,
     kTermEcodeBaseBounds = 0x01,
     kTermEcodeAccessRights = 0x02,
+    kTermEcodeRdmapVersion = 0x05,
     kTermEcodeInvalidOpcode = 0x06,
-    kTermEcodeUnspecified = 0xff,  // "unspecified error" (RFC 5040 / siw)
+    kTermEcodeDdpTaggedVersion = 0x04,    // DDP tagged buffer error (error type 1)
+    kTermEcodeDdpUntaggedVersion = 0x06,  // DDP untagged buffer error (error type 2)
+    kTermEcodeMpaCrc = 0x02,              // LLP (MPA) error type 0
+    kTermEcodeUnspecified = 0xff,         // "unspecified error" (RFC 5040 / siw)
 };
 
 }  // namespace softrdma::wire

@@ -4,8 +4,8 @@
 // region's end, with a wrong key, a READ past a region's end, malformed headers, a truncated
 // frame, an oversized MPA request and a flood of junk connections. The victim process must
 // survive, end each offending connection (TERMINATE with the right error for the access
-// faults), leave every byte outside its permitted regions — and inside them — untouched, and
-// keep serving an unrelated connection.
+// faults, with RFC 5040 codes for malformed headers too), leave every byte outside its permitted
+// regions — and inside them — untouched, and keep serving an unrelated connection.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -159,7 +159,7 @@ int become_peer(const Target &t) {
 // The opcodes (and a TERMINATE's error type/code) in a byte stream of FPDUs (no CRC).
 struct Seen {
     bool terminate = false, read_response = false;
-    uint8_t etype = 0xff, ecode = 0xff;
+    uint8_t layer = 0xff, etype = 0xff, ecode = 0xff;
 };
 Seen parse(const Bytes &b) {
     Seen s;
@@ -170,6 +170,7 @@ Seen parse(const Bytes &b) {
         const size_t hdr = (b[off + 2] & 0x80) ? 16 : 20;
         if (op == 0x7 && off + hdr + 2 <= b.size()) {
             s.terminate = true;
+            s.layer = b[off + hdr] >> 4;
             s.etype = b[off + hdr] & 0x0f;
             s.ecode = b[off + hdr + 1];
         }
@@ -262,7 +263,7 @@ TEST(Hostile, ForgedFramesEndOnlyTheirConnectionAndTouchNothing) {
         struct Expect {
             const char *what;
             Bytes frames;
-            int etype, ecode;  // -1: closed without a TERMINATE (a protocol error, §6.8)
+            int etype, ecode;  // RDMAP layer; -1: closed without a TERMINATE
         };
         const Expect cases[kCases] = {
             {"WRITE to an unknown key", write_fpdu(0x7ffffff0u, t[0].rw_addr, 64), 1, 0x00},
@@ -273,9 +274,10 @@ TEST(Hostile, ForgedFramesEndOnlyTheirConnectionAndTouchNothing) {
             {"READ past the region's end",
              read_request_fpdu(t[4].rw_rkey, t[4].rw_addr + kPage / 2, kPage), 1, 0x01},
             {"opcode 0xF",
-             Bytes{0x00, 0x12, 0x41, 0x4f, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, -1, 0},
-            {"ULPDU length shorter than the header", Bytes{0x00, 0x05, 0xc1, 0x40, 0, 0, 0, 0}, -1,
-             0},
+             Bytes{0x00, 0x12, 0x41, 0x4f, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 2,
+             0x06},  // remote operation error, unexpected opcode
+            {"ULPDU length shorter than the header", Bytes{0x00, 0x05, 0xc1, 0x40, 0, 0, 0, 0}, 2,
+             0xff},  // remote operation error, unspecified
             {"a truncated header, then EOF", Bytes{0x00, 0x40, 0xc1}, -1, 0},
         };
         for (int k = 0; k < kCases; ++k) {
@@ -288,6 +290,7 @@ TEST(Hostile, ForgedFramesEndOnlyTheirConnectionAndTouchNothing) {
                 if (!seen.terminate)
                     std::fprintf(stderr, "case %d (%s): no TERMINATE\n", k, cases[k].what);
                 PCHECK(seen.terminate);
+                PCHECK_EQ(seen.layer, 0);
                 PCHECK_EQ(seen.etype, cases[k].etype);
                 PCHECK_EQ(seen.ecode, cases[k].ecode);
             }

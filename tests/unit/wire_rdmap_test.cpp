@@ -452,3 +452,28 @@ TEST(RdmapPayload, TerminateCodesMatchRfc5040) {
 
 }  // namespace
 }  // namespace softrdma::wire
+
+namespace softrdma::wire {
+
+// The TERMINATE for a header the decoder refuses names the layer and error RFC 5040/5041 give.
+TEST(RdmapPayload, TerminateForBadHeader) {
+    auto term = [](std::initializer_list<uint8_t> b) {
+        const std::vector<uint8_t> v(b);
+        SegmentHeader h;
+        EXPECT_EQ(decode_segment_header(std::span<const uint8_t>(v.data(), v.size()), h).status,
+                  DecodeStatus::kMalformed);
+        return terminate_for_bad_header(std::span<const uint8_t>(v.data(), v.size()));
+    };
+    auto is = [](TerminatePayload t, TermLayer l, uint8_t et, uint8_t ec) {
+        return t.layer == l && t.etype == et && t.ecode == ec;
+    };
+    EXPECT_TRUE(is(term({0, 0x12, 0xc2, 0x40}), TermLayer::kDdp, 1, 0x04));    // tagged, DDP v2
+    EXPECT_TRUE(is(term({0, 0x12, 0x40, 0x43}), TermLayer::kDdp, 2, 0x06));    // untagged, DDP v0
+    EXPECT_TRUE(is(term({0, 0x12, 0x41, 0x83}), TermLayer::kRdmap, 2, 0x05));  // RDMAP v2
+    EXPECT_TRUE(is(term({0, 0x12, 0x41, 0x4f}), TermLayer::kRdmap, 2, 0x06));  // opcode 0xF
+    EXPECT_TRUE(is(term({0, 0x12, 0x41, 0x40}), TermLayer::kRdmap, 2, 0x06));  // WRITE untagged
+    EXPECT_TRUE(is(term({0, 0x05, 0xc1, 0x40}), TermLayer::kRdmap, 2, 0xff));  // too short
+    EXPECT_TRUE(is(term({0, 0x12, 0x45, 0x43}), TermLayer::kRdmap, 2, 0xff));  // reserved bits
+}
+
+}  // namespace softrdma::wire
