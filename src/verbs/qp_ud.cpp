@@ -75,29 +75,24 @@ int Qp::ud_post_one(const ibv_send_wr &wr) {
     if (total > kUdMaxPayload) return EINVAL;  // UD messages fit one path MTU
     if ((wr.send_flags & IBV_SEND_INLINE) && total > max_inline_) return EINVAL;
     // Work requests leave in order: behind held-back ones, or alone if the peer has room.
-    const bool queue_behind = ud_pend_count_ > 0;
-    if (queue_behind && ud_pend_count_ >= ud_pending_.size()) return ENOMEM;  // send queue full
-    UdPending now_p;
-    iovec now_iov[kMaxSge + 1];
-    UdPending &p = queue_behind ? ud_pending_[ud_pend_slot(ud_pend_count_)] : now_p;
-    iovec *iov = queue_behind ? ud_pend_iov(ud_pend_slot(ud_pend_count_)) : now_iov;
-    ud_prepare(wr, p, iov);
-    if (!queue_behind &&
-        (p.status != IBV_WC_SUCCESS || p.group || ud_flow_.may_send(p.dgid, p.dst_qpn, now_ns()))) {
-        ud_transmit(p, iov);
-        return 0;
-    }
-    if (!queue_behind) {  // the first to wait: move it into the ring
+    if (!ud_pend_count_) {
+        UdPending p;
+        iovec iov[kMaxSge + 1];
+        ud_prepare(wr, p, iov);
+        if (p.status != IBV_WC_SUCCESS || p.group ||
+            ud_flow_.may_send(p.dgid, p.dst_qpn, now_ns())) {
+            ud_transmit(p, iov);
+            return 0;
+        }
         if (ud_pending_.empty()) ud_pending_alloc();
-        UdPending &slot = ud_pending_[ud_pend_slot(0)];
-        slot = p;
-        iovec *si = ud_pend_iov(ud_pend_slot(0));
-        std::memcpy(si, iov, sizeof(iovec) * size_t(p.iovcnt));
-        si[0].iov_base = slot.head;  // the header moved with the work request
-        arm_timer_at(ud_flow_.retry_at(p.dgid, p.dst_qpn));
+        arm_timer_at(ud_flow_.retry_at(p.dgid, p.dst_qpn));  // the watchdog
+    } else if (ud_pend_count_ >= ud_pending_.size()) {
+        return ENOMEM;  // send queue full
     }
+    // Held back: prepared again in its ring slot, so its iovecs point at its own header.
     const uint32_t idx = ud_pend_slot(ud_pend_count_);
     UdPending &q = ud_pending_[idx];
+    ud_prepare(wr, q, ud_pend_iov(idx));
     if (q.w.flags & IBV_SEND_INLINE) {  // inline data may be reused once posting returns
         uint8_t *keep = ud_pending_inline_.data() + size_t(idx) * max_inline_;
         iovec *qi = ud_pend_iov(idx);
