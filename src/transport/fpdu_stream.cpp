@@ -166,21 +166,31 @@ IoStatus FpduStream::fault(const wire::TerminatePayload &t) {
     return IoStatus::kError;
 }
 
-bool FpduStream::send_terminate(const wire::TerminatePayload &t) {
-    if (tx_pending()) return false;  // mid-frame: the peer could not find the frame
-    wire::SegmentHeader h;
-    h.op = wire::RdmapOp::kTerminate;
-    h.qn = wire::kQnTerminate;
-    h.payload_len = wire::kTerminateLen;
-    uint8_t f[wire::kUntaggedHeaderLen + wire::kTerminateLen + wire::kCrcLen];
-    size_t n = wire::encode_segment_header(h, f);
-    wire::encode_terminate(t, f + n);
-    n += wire::kTerminateLen;  // 24 bytes: no padding
+bool FpduStream::send_now(const wire::SegmentHeader &h, std::span<const uint8_t> payload) {
+    if (tx_pending() || payload.size() > kScratchPayloadMax) return false;
+    uint8_t f[wire::kMaxHeaderLen + kScratchPayloadMax + 3 + wire::kCrcLen];
+    const size_t hl = wire::encode_segment_header(h, f);
+    size_t n = hl;
+    std::memcpy(f + n, payload.data(), payload.size());
+    n += payload.size();
+    const size_t pad = wire::pad_len(hl, payload.size());
+    std::memset(f + n, 0, pad);
+    n += pad;
     if (crc_) {
         put_le32(f + n, wire::crc32c(0, f, n));
         n += wire::kCrcLen;
     }
     return ::send(fd_.get(), f, n, MSG_DONTWAIT | MSG_NOSIGNAL) == ssize_t(n);
+}
+
+bool FpduStream::send_terminate(const wire::TerminatePayload &t) {
+    wire::SegmentHeader h;
+    h.op = wire::RdmapOp::kTerminate;
+    h.qn = wire::kQnTerminate;
+    h.payload_len = wire::kTerminateLen;
+    uint8_t p[wire::kTerminateLen];
+    wire::encode_terminate(t, p);
+    return send_now(h, p);
 }
 
 IoStatus FpduStream::pump_rx(StreamHandler &h, int max_segments, bool &progressed) {

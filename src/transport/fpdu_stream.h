@@ -99,8 +99,11 @@ class FpduStream {
     // refused), and the TERMINATE that names it.
     bool protocol_error() const { return proto_error_; }
     const wire::TerminatePayload &rx_fault() const { return rx_fault_; }
-    // Writes a TERMINATE now, unless a frame is half written (then the peer could not find
-    // it). Best effort: the connection is closed right after.
+    // Writes one small frame (payload up to kScratchPayloadMax; padding and CRC added) now,
+    // unless a frame is half written (the peer could not find it then). Never blocks; false
+    // if it did not go out whole. For frames that must leave outside the batch: an ACK at
+    // teardown, a TERMINATE before the connection is closed.
+    bool send_now(const wire::SegmentHeader &h, std::span<const uint8_t> payload);
     bool send_terminate(const wire::TerminatePayload &t);
 
   private:

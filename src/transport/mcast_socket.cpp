@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "wire/gid.h"
+
 namespace softrdma::transport {
 namespace {
 
@@ -13,11 +15,6 @@ constexpr uint16_t kDefaultMcastPort = 4792;
 #ifndef IPV6_MULTICAST_ALL
 constexpr int IPV6_MULTICAST_ALL = 29;  // Linux 4.20; older glibc headers lack the name
 #endif
-
-bool is_v4_mapped(const uint8_t g[16]) {
-    static const uint8_t prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-    return std::memcmp(g, prefix, 12) == 0;
-}
 
 }  // namespace
 
@@ -31,7 +28,7 @@ uint16_t mcast_port() {
 }
 
 bool gid_is_multicast(const uint8_t g[16]) {
-    if (is_v4_mapped(g)) return (g[12] & 0xf0) == 0xe0;
+    if (wire::gid_is_v4_mapped(g)) return (g[12] & 0xf0) == 0xe0;
     return g[0] == 0xff;
 }
 
@@ -40,7 +37,7 @@ sockaddr_in6 mcast_endpoint(const uint8_t mgid[16], bool loopback_dev) {
     a.sin6_family = AF_INET6;
     a.sin6_port = htons(mcast_port());
     std::memcpy(&a.sin6_addr, mgid, 16);
-    if (loopback_dev && !is_v4_mapped(mgid)) {
+    if (loopback_dev && !wire::gid_is_v4_mapped(mgid)) {
         uint32_t h = 2166136261u;  // FNV-1a over the MGID
         for (int i = 0; i < 16; ++i) h = (h ^ mgid[i]) * 16777619u;
         uint8_t *b = a.sin6_addr.s6_addr;
@@ -77,7 +74,7 @@ UniqueFd open_mcast_socket(uint16_t port) {
 
 int mcast_membership(int fd, const sockaddr_in6 &group, int ifindex, bool join) {
     int r;
-    if (is_v4_mapped(group.sin6_addr.s6_addr)) {
+    if (wire::gid_is_v4_mapped(group.sin6_addr.s6_addr)) {
         ip_mreqn m{};
         std::memcpy(&m.imr_multiaddr, group.sin6_addr.s6_addr + 12, 4);
         m.imr_ifindex = ifindex;

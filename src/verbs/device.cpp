@@ -9,6 +9,8 @@
 #include <cstring>
 #include <functional>
 
+#include "wire/gid.h"
+
 namespace softrdma::verbs {
 namespace {
 
@@ -32,9 +34,8 @@ uint64_t guid_from(const uint8_t mac[6], const std::string &ifname) {
 }  // namespace
 
 bool gid_to_sockaddr(const uint8_t gid[16], uint16_t port, sockaddr_storage &out, socklen_t &len) {
-    static const uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
     std::memset(&out, 0, sizeof out);
-    if (std::memcmp(gid, kMapped, 12) == 0) {
+    if (wire::gid_is_v4_mapped(gid)) {
         auto &a = reinterpret_cast<sockaddr_in &>(out);
         a.sin_family = AF_INET;
         a.sin_port = htons(port);
@@ -101,8 +102,7 @@ void sockaddr_to_gid(const sockaddr *sa, uint8_t gid[16]) {
 }
 
 bool Device::pick_gid(int index, bool v4, uint8_t out[16]) const {
-    static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-    auto fits = [&](const Gid &g) { return (std::memcmp(g.raw, mapped, 12) == 0) == v4; };
+    auto fits = [&](const Gid &g) { return wire::gid_is_v4_mapped(g.raw) == v4; };
     std::lock_guard lk(mu_);
     const Gid *pick = nullptr;
     if (index >= 0 && size_t(index) < gids_.size() && fits(gids_[size_t(index)]))

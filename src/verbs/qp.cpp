@@ -670,23 +670,20 @@ void Qp::progress_from_poller() {
 // must not die with the QP or the process.
 void Qp::flush_ack(Lock &) {
     if (!stream_ || !ext_ || executed_seq_ == acked_sent_) return;
-    uint8_t frame[wire::kUntaggedHeaderLen + wire::kControlLen + wire::kCrcLen];
     wire::SegmentHeader h;
     h.op = wire::RdmapOp::kControl;
     h.qn = wire::kQnControl;
     h.payload_len = wire::kControlLen;
-    if (stream_->tx_pending() || stream_->crc()) {
-        // Mid-frame or CRC framing: go through the regular path once, ACK due now.
+    uint8_t ack[wire::kControlLen];
+    wire::encode_control({wire::ControlType::kAck, executed_seq_, 0}, ack);
+    if (stream_->send_now(h, ack)) {
+        acked_sent_ = executed_seq_;
+    } else if (stream_->tx_pending()) {
+        // Mid-frame: go through the regular path once, ACK due now.
         ack_due_ns_ = 1;
         bool blocked;
         stream_->pump_tx(*this, blocked);
-        return;
     }
-    const size_t hl = wire::encode_segment_header(h, frame);
-    wire::encode_control({wire::ControlType::kAck, executed_seq_, 0}, frame + hl);
-    if (::send(stream_->fd(), frame, hl + wire::kControlLen, MSG_NOSIGNAL | MSG_DONTWAIT) ==
-        ssize_t(hl + wire::kControlLen))
-        acked_sent_ = executed_seq_;
 }
 
 void Qp::kick_engine() {

@@ -13,6 +13,7 @@
 #include "verbs/context.h"
 #include "verbs/device.h"
 #include "verbs/qp.h"
+#include "wire/gid.h"
 
 namespace softrdma::verbs {
 namespace {
@@ -112,7 +113,7 @@ bool Qp::mcast_fill_dst(const Ah &ah, sockaddr_storage &dst, socklen_t &dlen, ui
                         size_t ctl_cap, size_t &ctl_len) {
     const Device &dev = *ctx_->dev();
     const sockaddr_in6 ep = transport::mcast_endpoint(ah.attr.grh.dgid.raw, dev.loopback());
-    const bool v4 = IN6_IS_ADDR_V4MAPPED(&ep.sin6_addr);
+    const bool v4 = wire::gid_is_v4_mapped(ep.sin6_addr.s6_addr);
     uint8_t src[16];
     const bool have_src = dev.pick_gid(ah.attr.grh.sgid_index, v4, src);
     std::memset(ctl, 0, ctl_cap);
