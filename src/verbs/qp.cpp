@@ -696,6 +696,11 @@ void Qp::on_io(uint32_t) {
     CallbackGuard g(*this);
     if (!g.alive) return;
     armed_mask_ = 0;  // one-shot: the event disarmed the fd
+    drive_from_engine();
+}
+
+// The engine saw a socket event: progress, unless a poller owns this QP right now.
+void Qp::drive_from_engine() {
     if (poller_active()) {
         // A poller owns this QP now; look again after the poll window.
         arm_timer_at(now_ns() + kPollerWindowNs);

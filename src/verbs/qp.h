@@ -160,6 +160,7 @@ class Qp : public ibv_qp_ex,
     void arm_timer_at(uint64_t when);
     bool poller_active() const;
     void update_interest(Lock &lk);
+    void drive_from_engine();
     uint64_t retry_budget_ns() const;
 
     // qp_connect.cpp

@@ -7,7 +7,6 @@
 #include <cerrno>
 #include <cstring>
 
-#include "common/clock.h"
 #include "transport/mcast_socket.h"
 #include "verbs/ah.h"
 #include "verbs/context.h"
@@ -86,12 +85,7 @@ void Qp::on_mcast_io() {
     CallbackGuard g(*this);
     if (!g.alive) return;
     mc_armed_ = false;  // one-shot: the event disarmed the fd
-    if (poller_active()) {
-        arm_timer_at(now_ns() + kPollerWindowNs);
-        return;
-    }
-    Lock lk(mu_);
-    progress(lk);
+    drive_from_engine();
 }
 
 void Qp::mcast_progress() {
