@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 
 #include "process/harness.h"
@@ -225,6 +226,19 @@ TEST(Mcast, AttachErrors) {
         PCHECK_EQ(ibv_detach_mcast(ud.qp, &g, 0), EINVAL);  // never attached
         PCHECK_EQ(ibv_attach_mcast(ud.qp, &g, 0), 0);
         PCHECK_EQ(ibv_detach_mcast(ud.qp, &g, 0), 0);
+        // The kernel's per-socket membership limit is the QP's: one group more is ENOMEM.
+        FILE *f = std::fopen("/proc/sys/net/ipv4/igmp_max_memberships", "r");
+        PCHECK(f);
+        int limit = 0;
+        PCHECK_EQ(std::fscanf(f, "%d", &limit), 1);
+        std::fclose(f);
+        PCHECK(limit > 0 && limit < 200);
+        for (int i = 0; i <= limit; ++i) {
+            ibv_gid m = test_group(4);
+            m.raw[13] = 254;  // 239.254.x.y: apart from the other tests' groups
+            m.raw[14] = uint8_t(i);
+            PCHECK_EQ(ibv_attach_mcast(ud.qp, &m, 0), i < limit ? 0 : ENOMEM);
+        }
         ibv_device_attr da{};
         PCHECK_EQ(ibv_query_device(ud.ctx, &da), 0);
         PCHECK(da.max_mcast_grp > 0 && da.max_mcast_qp_attach > 0);

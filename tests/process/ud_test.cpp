@@ -321,6 +321,42 @@ TEST(Ud, FlowControlHoldsSendsWhileReceiverIsStopped) {
     EXPECT_PAIR_OK(run_pair(sender, receiver));
 }
 
+// Held-back work requests occupy the send queue: with the receiver stopped, the initial
+// window goes out, max_send_wr more wait, and the next post fails with ENOMEM (a full send
+// queue); once the receiver runs, every one of them completes.
+TEST(Ud, HeldBackSendsFillTheSendQueue) {
+    constexpr uint32_t kDepth = 16, kInitialWindow = 8;
+    EpOptions o = ud_opts();
+    o.max_send_wr = kDepth;
+    auto sender = [o](Oob &oob) {
+        Endpoint e(o);
+        e.exchange_and_connect(oob);
+        const pid_t peer = oob.get<pid_t>();
+        ibv_ah *ah = make_ah(e);
+        oob.barrier();
+        PCHECK_EQ(kill(peer, SIGSTOP), 0);
+        uint32_t posted = 0;
+        int rc = 0;
+        while ((rc = ud_send(e, ah, posted, 0, 64, e.opt.qkey)) == 0 && posted < 1000) ++posted;
+        PCHECK_EQ(rc, ENOMEM);
+        PCHECK_EQ(posted, kInitialWindow + kDepth);
+        PCHECK_EQ(kill(peer, SIGCONT), 0);
+        for (uint32_t i = 0; i < posted; ++i) expect_send_ok(e, i);
+        oob.barrier();
+        ibv_destroy_ah(ah);
+        return 0;
+    };
+    auto receiver = [o](Oob &oob) {
+        Endpoint e(o);
+        e.exchange_and_connect(oob);
+        oob.put(getpid());
+        oob.barrier();
+        oob.barrier();
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(sender, receiver));
+}
+
 // Unreliable still means a send never waits for a peer that is gone: after the flow-control
 // watchdog, datagrams to a destroyed QP complete (and are lost) without stalling the sender.
 TEST(Ud, SendsToAGonePeerComplete) {
