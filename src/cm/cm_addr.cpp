@@ -118,6 +118,19 @@ int do_bind(CmId &id, const sockaddr *addr) {
     return 0;
 }
 
+// A neighbour entry that failed (its ARP/ND probes went unanswered) starts over when
+// something is sent toward it; the kernel's own RoCE resolution retries the same way until
+// the caller's timeout, so a lossy link costs time, not the resolution.
+void nudge_next_hop(const sockaddr *dst) {
+    UniqueFd s(::socket(dst->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    sockaddr_storage d{};
+    std::memcpy(&d, dst, sockaddr_len(dst));
+    set_port(reinterpret_cast<sockaddr *>(&d), htons(9));  // discard: nothing listens
+    if (s && ::connect(s.get(), reinterpret_cast<sockaddr *>(&d), sockaddr_len(dst)) == 0) {
+        [[maybe_unused]] ssize_t r = ::send(s.get(), "", 1, MSG_DONTWAIT);
+    }
+}
+
 }  // namespace
 
 void check_resolution(CmId &id);
@@ -215,14 +228,15 @@ void check_resolution(CmId &id) {
             id.set_state(State::kAddrResolved);
             id.post_event(RDMA_CM_EVENT_ADDR_RESOLVED, 0);
             return;
+        case NeighState::kFailed:
+            if (now_ns() < id.resolve_deadline_ns) nudge_next_hop(&id.route.addr.dst_addr);
+            [[fallthrough]];
         case NeighState::kPending:
             if (now_ns() < id.resolve_deadline_ns) {
                 transport::ProgressEngine::get().schedule(id.shared_from_this(),
                                                           now_ns() + 10'000'000);
                 return;
             }
-            [[fallthrough]];
-        case NeighState::kFailed:
             id.set_state(State::kAddrBound);
             id.post_event(RDMA_CM_EVENT_ADDR_ERROR, -ETIMEDOUT);
             return;

@@ -86,7 +86,7 @@ int ready_qp(CmId &id) {
     if (int e = verbs::modify_qp(id.qp, &a, rc ? rtr : rtr_uc)) return e;
     std::memset(&a, 0, sizeof a);
     a.qp_state = IBV_QPS_RTS;
-    a.timeout = id.ack_timeout ? id.ack_timeout : 14;
+    a.timeout = id.qp_timeout();
     a.retry_cnt = std::min<uint8_t>(id.conn.retry_count, 7);
     a.rnr_retry = std::min<uint8_t>(id.conn.rnr_retry_count, 7);
     a.sq_psn = 0;

@@ -80,7 +80,10 @@ class CmId : public rdma_cm_id,
     bool reuseaddr = false;
     int afonly = -1;  // -1: not set
     uint8_t tos = 0;
-    uint8_t ack_timeout = 0;
+    uint8_t ack_timeout = 0;  // 0: not set
+    // The QP's local ACK timeout: the option, or what the kernel's CM gives a RoCE path (its
+    // packet lifetime 16, plus one): 4.096 us * 2^17 = 0.54 s per attempt.
+    uint8_t qp_timeout() const { return ack_timeout ? ack_timeout : 17; }
 
     // Addressing.
     UniqueFd sock;  // bound TCP socket: reserves the port, later listens or connects

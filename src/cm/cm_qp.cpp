@@ -220,7 +220,7 @@ int init_qp_attr(rdma_cm_id *raw, ibv_qp_attr *attr, int *mask) {
         }
         case IBV_QPS_RTS:
             if (id.state != State::kConnect) return fail(EINVAL);
-            attr->timeout = id.ack_timeout ? id.ack_timeout : 14;
+            attr->timeout = id.qp_timeout();
             attr->retry_cnt = std::min<uint8_t>(id.conn.retry_count, 7);
             attr->rnr_retry = std::min<uint8_t>(id.conn.rnr_retry_count, 7);
             attr->sq_psn = 0;

@@ -1,5 +1,7 @@
 #include "transport/fpdu_stream.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -69,6 +71,13 @@ FpduStream::FpduStream(UniqueFd fd, bool crc)
       stage_(std::make_unique<uint8_t[]>(kStageSize)),
       batch_(std::make_unique<TxBatch>()) {
     batch_->crc_ = crc;
+}
+
+bool FpduStream::retransmitting() const {
+    tcp_info ti{};
+    socklen_t len = sizeof ti;
+    if (getsockopt(fd_.get(), IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) return false;
+    return ti.tcpi_retransmits > 0 || ti.tcpi_backoff > 0 || ti.tcpi_ca_state >= TCP_CA_Recovery;
 }
 
 bool FpduStream::refill(IoStatus &st) {

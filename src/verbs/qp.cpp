@@ -589,8 +589,13 @@ void Qp::report_async(ibv_event_type t) {
 // ------------------------------------------------------------------------------- progress
 
 uint64_t Qp::retry_budget_ns() const {
-    if (attr_.timeout == 0) return 0;             // 0 = wait forever
-    const uint64_t t = 4096ull << attr_.timeout;  // 4.096 us * 2^timeout, in ns
+    if (attr_.timeout == 0) return 0;       // 0 = wait forever
+    uint64_t t = 4096ull << attr_.timeout;  // 4.096 us * 2^timeout, in ns
+    // Our retransmissions are TCP's, and TCP retransmits no sooner than its minimum RTO. While
+    // it is recovering lost segments, each attempt lasts at least that long, so that loss a
+    // hardware NIC would ride out (one retry every `timeout`) is not reported as a dead peer.
+    // A silent or vanished peer, with the path fine, still gets the hardware budget.
+    if (t < kTcpMinRtoNs && stream_ && stream_->retransmitting()) t = kTcpMinRtoNs;
     return t * (uint64_t(attr_.retry_cnt) + 1);
 }
 

@@ -285,6 +285,8 @@ class Qp : public ibv_qp_ex,
     std::atomic<uint64_t> timer_at_{0};    // deadline of the engine timer we have pending
     std::atomic<uint32_t> armed_mask_{0};  // epoll events the engine is watching for us
     static constexpr uint64_t kPollerWindowNs = 1'000'000;
+    // Linux's TCP_RTO_MIN: the soonest TCP retransmits a lost segment.
+    static constexpr uint64_t kTcpMinRtoNs = 200'000'000;
     bool tx_imm_stage_ = false;  // WRITE WITH IMM: data queued, immediate not yet
     bool rnr_wait_ = false;
     uint64_t rnr_resume_ns_ = 0;

@@ -60,9 +60,81 @@ static int connect_to(const char *ip, int port) {
     return 0;
 }
 
+// `ud-listen <ip> <port> <n>`: answers n SIDR-style requests of RDMA_PS_UDP ids, each with a
+// UD QP, then exits 0 (or 7 after ~60 s without them).
+static int ud_listen(const char *ip, int port, int n) {
+    rdma_event_channel *ch = rdma_create_event_channel();
+    rdma_cm_id *id;
+    if (!ch || rdma_create_id(ch, &id, nullptr, RDMA_PS_UDP)) return 3;
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(uint16_t(port));
+    if (inet_pton(AF_INET, ip, &a.sin_addr) != 1) return 4;
+    if (rdma_bind_addr(id, reinterpret_cast<sockaddr *>(&a)) || rdma_listen(id, 8)) return 5;
+    std::printf("READY\n");
+    std::fflush(stdout);
+    int answered = 0;
+    for (int i = 0; i < 600 && answered < n; ++i) {
+        pollfd p{ch->fd, POLLIN, 0};
+        if (poll(&p, 1, 100) != 1) continue;
+        rdma_cm_event *ev;
+        if (rdma_get_cm_event(ch, &ev)) return 6;
+        if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+            ibv_qp_init_attr qa{};
+            qa.qp_type = IBV_QPT_UD;
+            qa.cap.max_send_wr = qa.cap.max_recv_wr = 1;
+            qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
+            if (rdma_create_qp(ev->id, nullptr, &qa) || rdma_accept(ev->id, nullptr)) return 6;
+            ++answered;  // the id stays: a retransmitted request must be answered again
+        }
+        rdma_ack_cm_event(ev);
+    }
+    return answered == n ? 0 : 7;
+}
+
+// `ud-connect <ip> <port>`: resolves an RDMA_PS_UDP id to a UD listener and prints the event
+// the request ends with and how long address, route and request took together.
+static int ud_connect(const char *ip, int port) {
+    rdma_event_channel *ch = rdma_create_event_channel();
+    rdma_cm_id *id;
+    if (!ch || rdma_create_id(ch, &id, nullptr, RDMA_PS_UDP)) return 3;
+    sockaddr_in d{};
+    d.sin_family = AF_INET;
+    d.sin_port = htons(uint16_t(port));
+    if (inet_pton(AF_INET, ip, &d.sin_addr) != 1) return 4;
+    timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    rdma_cm_event *ev;
+    if (rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr *>(&d), 5000) ||
+        rdma_get_cm_event(ch, &ev))
+        return 5;
+    if (ev->event != RDMA_CM_EVENT_ADDR_RESOLVED) {
+        std::printf("EVENT %s %d\n", rdma_event_str(ev->event), ev->status);
+        return 0;
+    }
+    rdma_ack_cm_event(ev);
+    if (rdma_resolve_route(id, 2000) || rdma_get_cm_event(ch, &ev)) return 6;
+    rdma_ack_cm_event(ev);
+    rdma_conn_param p{};
+    if (rdma_connect(id, &p) || rdma_get_cm_event(ch, &ev)) return 7;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    const long ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+    std::printf("EVENT %s %d after %ld ms\n", rdma_event_str(ev->event), ev->status, ms);
+    rdma_ack_cm_event(ev);
+    rdma_destroy_id(id);
+    rdma_destroy_event_channel(ch);
+    return 0;
+}
+
 int main(int argc, char **argv) {
-    if (argc == 4 && std::strcmp(argv[1], "resolve") == 0) return resolve(argv[2], std::atoi(argv[3]));
-    if (argc == 4 && std::strcmp(argv[1], "connect") == 0) return connect_to(argv[2], std::atoi(argv[3]));
+    if (argc == 4 && std::strcmp(argv[1], "resolve") == 0)
+        return resolve(argv[2], std::atoi(argv[3]));
+    if (argc == 4 && std::strcmp(argv[1], "connect") == 0)
+        return connect_to(argv[2], std::atoi(argv[3]));
+    if (argc == 5 && std::strcmp(argv[1], "ud-listen") == 0)
+        return ud_listen(argv[2], std::atoi(argv[3]), std::atoi(argv[4]));
+    if (argc == 4 && std::strcmp(argv[1], "ud-connect") == 0)
+        return ud_connect(argv[2], std::atoi(argv[3]));
     if (argc != 3) return 2;
     rdma_event_channel *ch = rdma_create_event_channel();
     rdma_cm_id *id;
