@@ -190,6 +190,15 @@ void Listener::on_request(const std::shared_ptr<CmId> &lid, UniqueFd fd) {
         if (!l) return d;  // close
         std::lock_guard lk(l->mu);
         if (l->state != State::kListen) return d;
+        const FaultPlan &faults = fault_plan();
+        if (faults.reject > 0 && l->dice.roll(faults.reject)) {
+            // SOFTRDMA_FAULTS: rejected as if by the application, which never sees it.
+            if (l->pending_requests > 0) --l->pending_requests;
+            if (l->listener && l->sock) l->listener->rearm(l->sock.get());
+            d.kind = transport::MpaHandshake::Decision::Kind::kReply;
+            d.reply = mpa_frame(true, true, &req, 0, 0, nullptr, 0);
+            return d;
+        }
         register_child(c);
         std::lock_guard ck(c->mu);
         std::memcpy(&c->route.addr.src_storage, &local, ll);
@@ -374,8 +383,12 @@ int dial(CmId &id) {
 void check_resolution(CmId &id);
 
 // Timers of an id: address resolution waiting for the neighbour, or a refused connect.
+void release_held_reply(CmId &id, std::unique_lock<std::mutex> &lk);
+
 void CmId::on_timer() {
-    std::lock_guard lk(mu);
+    std::unique_lock lk(mu);
+    if (held_reply_ns && state == State::kConnect && now_ns() >= held_reply_ns)
+        return release_held_reply(*this, lk);
     if (state == State::kAddrQuery) return check_resolution(*this);
     if (state == State::kDisconnect && timewait_exit_ns && now_ns() >= timewait_exit_ns) {
         timewait_exit_ns = 0;
@@ -471,10 +484,43 @@ int accept(rdma_cm_id *raw, rdma_conn_param *param) {
                           id.conn.initiator_depth, param ? param->private_data : nullptr,
                           param ? param->private_data_len : 0);
         hs = id.handshake;
+        const FaultPlan &faults = fault_plan();
+        const bool lost = faults.cm_drop > 0 && id.dice.roll(faults.cm_drop);
+        if (lost || faults.cm_delay_ms) {
+            // SOFTRDMA_FAULTS: the reply leaves later, or never (both sides then time out).
+            id.held_reply = std::move(reply);
+            id.held_reply_lost = lost;
+            id.held_reply_ns =
+                now_ns() + (lost ? cm_timeout_ns() : uint64_t(faults.cm_delay_ms) * 1000000ull);
+            transport::ProgressEngine::get().schedule(id.shared_from_this(), id.held_reply_ns);
+            hs.reset();
+        }
     }
-    if (!hs->respond(std::move(reply), true)) return fail(ECONNRESET);
+    if (hs && !hs->respond(std::move(reply), true)) return fail(ECONNRESET);
     request_done(id);
     return id.sync ? id.complete_sync() : 0;
+}
+
+// The held accept reply is due: send it, or report the lost one's timeout. mu held on entry,
+// released around respond() (which may complete the exchange and take mu).
+void release_held_reply(CmId &id, std::unique_lock<std::mutex> &lk) {
+    id.held_reply_ns = 0;
+    std::vector<uint8_t> reply = std::move(id.held_reply);
+    auto hs = id.handshake;
+    if (id.held_reply_lost) {
+        id.post_event(RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT);
+        id.handshake.reset();
+        qp_to_error(id);
+        lk.unlock();
+        if (hs) hs->cancel();
+        return;
+    }
+    lk.unlock();
+    if (!hs || !hs->respond(std::move(reply), true)) {
+        lk.lock();
+        if (id.state == State::kConnect && !id.established)
+            id.post_event(RDMA_CM_EVENT_CONNECT_ERROR, -ECONNRESET);
+    }
 }
 
 int reject(rdma_cm_id *raw, const void *pd, uint8_t len, int reason) {

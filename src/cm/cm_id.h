@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cm/cm_event.h"
+#include "common/fault_plan.h"
 #include "common/unique_fd.h"
 #include "transport/mpa_handshake.h"
 #include "transport/progress_engine.h"
@@ -106,7 +107,12 @@ class CmId : public rdma_cm_id,
     uint64_t dial_started_ns = 0;
     uint64_t resolve_deadline_ns = 0;
     uint64_t timewait_exit_ns = 0;  // after a disconnect: when TIMEWAIT_EXIT is due
-    UniqueFd parked_fd;             // CONNECT_RESPONSE: the stream waits for rdma_establish
+    // SOFTRDMA_FAULTS: a listener's decisions; an accept reply held back (delayed or lost).
+    FaultDice dice = FaultDice::for_new(1);
+    std::vector<uint8_t> held_reply;
+    uint64_t held_reply_ns = 0;
+    bool held_reply_lost = false;
+    UniqueFd parked_fd;  // CONNECT_RESPONSE: the stream waits for rdma_establish
     bool passive = false;
     bool established = false;
     uint32_t token = 0;  // rdma_init_qp_attr's stand-in QPN for an application-driven QP

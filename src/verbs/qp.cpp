@@ -519,6 +519,7 @@ void Qp::retire_sends() {
     while (sq_count_ && sq_tx_ && sq_[sq_head_].done) {
         SendWqe &w = sq_[sq_head_];
         complete_send(w, w.status);
+        if (w.status == IBV_WC_SUCCESS && fault_plan().active) roll_completion_faults();
         sq_head_ = (sq_head_ + 1) % uint32_t(sq_.size());
         --sq_count_;
         --sq_tx_;
@@ -633,9 +634,38 @@ void Qp::progress(Lock &lk, bool rx) {
         if (cm_managed_ && cm_hook_) transport::ProgressEngine::get().post(cm_hook_);
         return;
     }
+    if (injected_ != InjectedFault::kNone) return apply_injected_fault(lk);
     tx_blocked_ = blocked;
     update_interest(lk);
     arm_timer(lk);
+}
+
+bool Qp::injected_rnr() {
+    const double p = fault_plan().rnr;
+    return p > 0 && qp_base.qp_type == IBV_QPT_RC && dice_.roll(p);
+}
+
+void Qp::roll_completion_faults() {
+    const FaultPlan &f = fault_plan();
+    if (injected_ != InjectedFault::kNone) return;
+    if (f.qp_error_after && ++sends_completed_ == f.qp_error_after)
+        injected_ = InjectedFault::kFatal;
+    else if (cm_managed_ && dice_.roll(f.disconnect))
+        injected_ = InjectedFault::kDisconnect;
+}
+
+void Qp::apply_injected_fault(Lock &lk) {
+    const InjectedFault what = injected_;
+    injected_ = InjectedFault::kNone;
+    SR_DEBUG("qp %u: injected %s", qp_base.qp_num,
+             what == InjectedFault::kFatal ? "QP error" : "disconnect");
+    move_to_error(lk);  // flushes what is left; the peer sees the connection end
+    if (what == InjectedFault::kFatal) {
+        report_async(IBV_EVENT_QP_FATAL);
+    } else if (cm_hook_) {
+        // As if the peer had disconnected: the CM reports DISCONNECTED here too.
+        transport::ProgressEngine::get().post(cm_hook_);
+    }
 }
 
 bool Qp::poller_active() const {

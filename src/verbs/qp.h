@@ -15,6 +15,8 @@
 #include <span>
 #include <vector>
 
+#include "common/fault_plan.h"
+
 #include "transport/fpdu_stream.h"
 #include "transport/mpa_handshake.h"
 #include "transport/progress_engine.h"
@@ -155,6 +157,11 @@ class Qp : public ibv_qp_ex,
                        uint32_t imm, unsigned wc_flags, bool solicited);
     void retire_sends();
     void report_async(ibv_event_type t);
+    // SOFTRDMA_FAULTS hooks: a receive the responder pretends not to have; a completed send
+    // that may end the connection or the QP; the fault applied where the lock allows it.
+    bool injected_rnr();
+    void roll_completion_faults();
+    void apply_injected_fault(Lock &lk);
     void progress(Lock &lk, bool rx = true);
     void arm_timer(Lock &lk);
     void arm_timer_at(uint64_t when);
@@ -235,6 +242,14 @@ class Qp : public ibv_qp_ex,
     uint32_t max_inline_;
     uint32_t max_send_sge_, max_recv_sge_;
     bool destroyed_ = false;
+    // SOFTRDMA_FAULTS: this QP's decisions, its completed sends, a fault due at next progress.
+    FaultDice dice_ = FaultDice::for_new(0);
+    uint64_t sends_completed_ = 0;
+    enum class InjectedFault : uint8_t {
+        kNone,
+        kDisconnect,
+        kFatal
+    } injected_ = InjectedFault::kNone;
     bool cm_managed_ = false;
     std::function<void()> cm_hook_;
     // Engine callbacks in flight; destroy waits for them so none touches a freed CQ.

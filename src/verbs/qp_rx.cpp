@@ -21,13 +21,14 @@ bool read_sink_slot(uint32_t stag, uint32_t &slot);
 namespace {
 
 // IB RNR timer encoding (min_rnr_timer) in microseconds.
-constexpr uint32_t kRnrTimerUs[32] = {655360, 10,    20,    30,    40,    60,    80,    120,
-                                      160,    240,   320,   480,   640,   960,   1280,  1920,
-                                      2560,   3840,  5120,  7680,  10240, 15360, 20480, 30720,
-                                      40960,  61440, 81920, 122880, 163840, 245760, 327680,
-                                      491520};
+constexpr uint32_t kRnrTimerUs[32] = {655360, 10,    20,    30,     40,     60,     80,     120,
+                                      160,    240,   320,   480,    640,    960,    1280,   1920,
+                                      2560,   3840,  5120,  7680,   10240,  15360,  20480,  30720,
+                                      40960,  61440, 81920, 122880, 163840, 245760, 327680, 491520};
 
-bool seq_le(uint32_t a, uint32_t b) { return int32_t(a - b) <= 0; }
+bool seq_le(uint32_t a, uint32_t b) {
+    return int32_t(a - b) <= 0;
+}
 
 bool is_send_op(wire::RdmapOp op) {
     switch (op) {
@@ -78,7 +79,8 @@ bool Qp::place(const wire::SegmentHeader &h, transport::Placement &p) {
         case wire::RdmapOp::kReadResponse:
             return place_read_response(h, p);
         case wire::RdmapOp::kReadRequest:
-            if (h.qn != wire::kQnReadRequest || h.payload_len != wire::kReadRequestLen) return false;
+            if (h.qn != wire::kQnReadRequest || h.payload_len != wire::kReadRequestLen)
+                return false;
             p.kind = K::kScratch;
             return true;
         case wire::RdmapOp::kAtomicRequest:
@@ -128,7 +130,7 @@ bool Qp::place_write(const wire::SegmentHeader &h, transport::Placement &p) {
         kc = mr_check(h.stag, pd_, h.to, h.payload_len, IBV_ACCESS_REMOTE_WRITE, v);
     if (kc != KeyCheck::kOk) {
         responder_fail(wire::NakCode::kRemoteAccess, wire::kTermEtypeRemoteProtection,
-                       kc == KeyCheck::kBounds ? wire::kTermEcodeBaseBounds
+                       kc == KeyCheck::kBounds   ? wire::kTermEcodeBaseBounds
                        : kc == KeyCheck::kAccess ? wire::kTermEcodeAccessRights
                                                  : wire::kTermEcodeInvalidStag);
         return true;  // payload discarded: nothing lands
@@ -146,11 +148,10 @@ bool Qp::place_send(const wire::SegmentHeader &h, transport::Placement &p) {
         cur_recv_msn_ = h.msn;
         cur_recv_len_ = 0;
         cur_recv_error_ = false;
-        if (!take_recv(cur_recv_)) {
+        if (injected_rnr() || !take_recv(cur_recv_)) {
             if (qp_base.qp_type == IBV_QPT_RC) {
                 // Receiver not ready: tell the requester to back off and replay from here.
-                queue_control(wire::ControlType::kRnrNak, executed_seq_ + 1,
-                              attr_.min_rnr_timer);
+                queue_control(wire::ControlType::kRnrNak, executed_seq_ + 1, attr_.min_rnr_timer);
                 rnr_dropping_ = true;
                 return true;
             }
@@ -201,8 +202,8 @@ bool Qp::place_read_response(const wire::SegmentHeader &h, transport::Placement 
     if (h.to != w.received || h.to + h.payload_len > w.total_len) return false;
     const Sge *sg = &sq_sges_[size_t(slot) * max_send_sge_];
     int cnt = 0;
-    if (!sge_iov(sg, w.num_sge, h.to, h.payload_len, p.iov.data(), cnt,
-                 transport::kMaxPlacementIov, IBV_ACCESS_LOCAL_WRITE))
+    if (!sge_iov(sg, w.num_sge, h.to, h.payload_len, p.iov.data(), cnt, transport::kMaxPlacementIov,
+                 IBV_ACCESS_LOCAL_WRITE))
         return false;
     p.kind = transport::Placement::Kind::kIov;
     p.iovcnt = cnt;
@@ -288,8 +289,8 @@ bool Qp::handle_atomic_request(const wire::SegmentHeader &h, std::span<const uin
 bool Qp::handle_atomic_response(const wire::SegmentHeader &h, std::span<const uint8_t> payload) {
     for (uint32_t i = 0; i < sq_tx_; ++i) {
         SendWqe &w = sq_[sq_slot(*this, i)];
-        if (w.done || (w.opcode != IBV_WR_ATOMIC_CMP_AND_SWP &&
-                       w.opcode != IBV_WR_ATOMIC_FETCH_AND_ADD))
+        if (w.done ||
+            (w.opcode != IBV_WR_ATOMIC_CMP_AND_SWP && w.opcode != IBV_WR_ATOMIC_FETCH_AND_ADD))
             continue;
         if (w.resp_msn != h.msn) return false;  // responses come back in request order
         uint64_t v = 0;
