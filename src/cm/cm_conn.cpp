@@ -490,8 +490,11 @@ int accept(rdma_cm_id *raw, rdma_conn_param *param) {
             // SOFTRDMA_FAULTS: the reply leaves later, or never (both sides then time out).
             id.held_reply = std::move(reply);
             id.held_reply_lost = lost;
-            id.held_reply_ns =
-                now_ns() + (lost ? cm_timeout_ns() : uint64_t(faults.cm_delay_ms) * 1000000ull);
+            // A lost reply's passive side gives up after the requester (which started its
+            // clock earlier) has surely done so; until then the connection stays silent.
+            id.held_reply_ns = now_ns() + (lost ? cm_timeout_ns() + 500'000'000ull
+                                                : uint64_t(faults.cm_delay_ms) * 1000000ull);
+            hs->extend(id.held_reply_ns + 1'000'000'000ull);
             transport::ProgressEngine::get().schedule(id.shared_from_this(), id.held_reply_ns);
             hs.reset();
         }

@@ -76,8 +76,9 @@ void MpaHandshake::cancel() {
 
 void MpaHandshake::finish(std::unique_lock<std::mutex> &lk, int err) {
     if (state_ == State::kFinished) return;
-    if (err) SR_DEBUG("mpa %s handshake on fd %d failed in state %d: %d", active_ ? "active" : "passive",
-                      fd_.get(), int(state_), err);
+    if (err)
+        SR_DEBUG("mpa %s handshake on fd %d failed in state %d: %d", active_ ? "active" : "passive",
+                 fd_.get(), int(state_), err);
     state_ = State::kFinished;
     if (fd_) ProgressEngine::get().unwatch(fd_.get());
     Result r;
@@ -85,8 +86,10 @@ void MpaHandshake::finish(std::unique_lock<std::mutex> &lk, int err) {
     r.got_frame = got_frame_;
     r.rejected = active_ && got_frame_ && (peer_.flags & wire::kMpaFlagReject);
     r.peer = std::move(peer_);
-    if (err == 0) r.fd = std::move(fd_);
-    else fd_.reset();
+    if (err == 0)
+        r.fd = std::move(fd_);
+    else
+        fd_.reset();
     Done done = std::move(done_);
     done_ = nullptr;
     Decide decide = std::move(decide_);  // may own objects that own us: break the cycle
@@ -182,7 +185,8 @@ void MpaHandshake::step(std::unique_lock<std::mutex> &lk) {
                 // Nothing more may arrive before our reply: watch only for the peer leaving,
                 // one-shot, so a closed socket cannot spin the engine while we wait.
                 state_ = State::kDeferred;
-                ProgressEngine::get().rearm(fd_.get(), shared_from_this(), EPOLLRDHUP | EPOLLONESHOT);
+                ProgressEngine::get().rearm(fd_.get(), shared_from_this(),
+                                            EPOLLRDHUP | EPOLLONESHOT);
                 break;
             }
             case State::kDeferred: {
@@ -257,6 +261,15 @@ void MpaHandshake::on_io(uint32_t events) {
         return finish(lk, ECONNREFUSED);  // the requester gave up
     if (state_ == State::kDeferred || state_ == State::kHeld) return;
     step(lk);
+}
+
+void MpaHandshake::extend(uint64_t deadline_ns) {
+    {
+        std::lock_guard lk(mu_);
+        if (state_ == State::kFinished || deadline_ns <= deadline_) return;
+        deadline_ = deadline_ns;
+    }
+    ProgressEngine::get().schedule(shared_from_this(), deadline_ns);
 }
 
 void MpaHandshake::on_timer() {

@@ -16,10 +16,10 @@
 namespace softrdma::transport {
 
 class MpaHandshake : public Pollable, public std::enable_shared_from_this<MpaHandshake> {
-public:
+  public:
     struct Result {
-        int err = 0;  // 0, or ECONNREFUSED (reset / rejected), ETIMEDOUT, EPROTO
-        bool rejected = false;  // active side: the peer answered with an MPA reject
+        int err = 0;             // 0, or ECONNREFUSED (reset / rejected), ETIMEDOUT, EPROTO
+        bool rejected = false;   // active side: the peer answered with an MPA reject
         bool got_frame = false;  // `peer` holds the frame the other side sent
         UniqueFd fd;
         wire::MpaFrame peer;
@@ -44,12 +44,22 @@ public:
     void cancel();
     // Answers a held passive exchange. False if it is no longer waiting (peer gone, timeout).
     bool respond(std::vector<uint8_t> reply, bool accepted);
+    // Keeps a held exchange open until `deadline_ns` (a reply deliberately held back).
+    void extend(uint64_t deadline_ns);
 
     void on_io(uint32_t events) override;
     void on_timer() override;
 
-private:
-    enum class State { kConnecting, kSending, kReceiving, kDeferred, kHeld, kSendingReply, kFinished };
+  private:
+    enum class State {
+        kConnecting,
+        kSending,
+        kReceiving,
+        kDeferred,
+        kHeld,
+        kSendingReply,
+        kFinished
+    };
     MpaHandshake(UniqueFd fd, bool active, uint64_t deadline);
     void step(std::unique_lock<std::mutex> &lk);
     void finish(std::unique_lock<std::mutex> &lk, int err);
