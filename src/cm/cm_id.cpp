@@ -226,9 +226,16 @@ void destroy_event_channel(rdma_event_channel *ch) {
     // rdma_get_cm_event (rping does). Reclamation is deferred: the last few destroyed channels
     // stay valid (and silent), so such a late reader blocks instead of reading freed memory or
     // a reused fd. The bound keeps fds and memory constant for programs that churn channels.
+    // Never destroyed: the program's CM thread may still be reading while exit() runs the
+    // static destructors (rping's main returns with it blocked), and must not see EBADF.
     constexpr size_t kRetired = 16;
-    static std::mutex retired_mu;
-    static std::deque<std::unique_ptr<EventChannel>> retired;
+    struct Retired {
+        std::mutex mu;
+        std::deque<std::unique_ptr<EventChannel>> q;
+    };
+    static Retired &r = *std::make_unique<Retired>().release();
+    auto &retired_mu = r.mu;
+    auto &retired = r.q;
     std::unique_ptr<EventChannel> old;
     auto *c = EventChannel::from(ch);
     c->discard_all();
