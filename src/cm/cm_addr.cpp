@@ -118,17 +118,27 @@ int do_bind(CmId &id, const sockaddr *addr) {
     return 0;
 }
 
-// A neighbour entry that failed (its ARP/ND probes went unanswered) starts over when
-// something is sent toward it; the kernel's own RoCE resolution retries the same way until
-// the caller's timeout, so a lossy link costs time, not the resolution.
-void nudge_next_hop(const sockaddr *dst) {
+// A UDP socket connected toward `dst` (port 9, discard, if it names none): the kernel's
+// routing table picks its source, and a datagram sent on it makes the kernel resolve the next
+// hop. Invalid, with errno set, if there is no route.
+UniqueFd probe_toward(const sockaddr *dst) {
     UniqueFd s(::socket(dst->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    if (!s) return s;
     sockaddr_storage d{};
     std::memcpy(&d, dst, sockaddr_len(dst));
-    set_port(reinterpret_cast<sockaddr *>(&d), htons(9));  // discard: nothing listens
-    if (s && ::connect(s.get(), reinterpret_cast<sockaddr *>(&d), sockaddr_len(dst)) == 0) {
-        [[maybe_unused]] ssize_t r = ::send(s.get(), "", 1, MSG_DONTWAIT);
+    if (port_of(reinterpret_cast<sockaddr *>(&d)) == 0)
+        set_port(reinterpret_cast<sockaddr *>(&d), htons(9));
+    if (::connect(s.get(), reinterpret_cast<sockaddr *>(&d), sockaddr_len(dst)) != 0) {
+        const int err = errno;
+        s.reset();
+        errno = err;
     }
+    return s;
+}
+
+// RoCE resolution ends when the next hop answers ARP/ND: nudge the kernel into asking.
+void nudge_next_hop(int probe) {
+    [[maybe_unused]] ssize_t r = ::send(probe, "", 1, MSG_DONTWAIT);
 }
 
 }  // namespace
@@ -175,13 +185,8 @@ int resolve_addr(rdma_cm_id *raw, sockaddr *src, sockaddr *dst, int timeout_ms) 
         const bool group = transport::gid_is_multicast(dgid);
         const bool need_route = !group || is_wildcard(&id.route.addr.src_addr);
         // The kernel's routing table picks the source address, as for any socket.
-        UniqueFd probe(::socket(dst->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-        sockaddr_storage d{};
-        std::memcpy(&d, dst, sockaddr_len(dst));
-        if (port_of(reinterpret_cast<sockaddr *>(&d)) == 0)
-            set_port(reinterpret_cast<sockaddr *>(&d), htons(9));
-        if (need_route && (!probe || ::connect(probe.get(), reinterpret_cast<sockaddr *>(&d),
-                                               sockaddr_len(dst)) != 0)) {
+        UniqueFd probe = need_route ? probe_toward(dst) : UniqueFd();
+        if (need_route && !probe) {
             const int err = errno;
             id.set_state(State::kAddrBound);
             return fail(err == EINVAL ? ENETUNREACH : err);
@@ -210,9 +215,8 @@ int resolve_addr(rdma_cm_id *raw, sockaddr *src, sockaddr *dst, int timeout_ms) 
         } else {
             id.verbs = ctx;
             id.port_num = 1;
-            // RoCE resolution ends when the next hop answers ARP/ND: nudge the kernel into
-            // asking, then watch the neighbour table until it answers or time runs out.
-            [[maybe_unused]] ssize_t r = ::send(probe.get(), "", 1, MSG_DONTWAIT);
+            // Then watch the neighbour table until it answers or time runs out.
+            nudge_next_hop(probe.get());
             id.resolve_deadline_ns =
                 now_ns() + uint64_t(timeout_ms > 0 ? timeout_ms : 2000) * 1000000ull;
             check_resolution(id);
@@ -229,7 +233,13 @@ void check_resolution(CmId &id) {
             id.post_event(RDMA_CM_EVENT_ADDR_RESOLVED, 0);
             return;
         case NeighState::kFailed:
-            if (now_ns() < id.resolve_deadline_ns) nudge_next_hop(&id.route.addr.dst_addr);
+            // A failed entry starts over when something is sent toward it; the kernel's own
+            // RoCE resolution retries the same way until the caller's timeout, so a lossy link
+            // costs time, not the resolution.
+            if (now_ns() < id.resolve_deadline_ns) {
+                if (UniqueFd probe = probe_toward(&id.route.addr.dst_addr))
+                    nudge_next_hop(probe.get());
+            }
             [[fallthrough]];
         case NeighState::kPending:
             if (now_ns() < id.resolve_deadline_ns) {

@@ -382,9 +382,10 @@ int dial(CmId &id) {
 
 void check_resolution(CmId &id);
 
-// Timers of an id: address resolution waiting for the neighbour, or a refused connect.
 void release_held_reply(CmId &id, std::unique_lock<std::mutex> &lk);
 
+// Timers of an id: a held accept reply, address resolution waiting for the neighbour,
+// timewait, SIDR retransmissions, or a refused connect.
 void CmId::on_timer() {
     std::unique_lock lk(mu);
     if (held_reply_ns && state == State::kConnect && now_ns() >= held_reply_ns)

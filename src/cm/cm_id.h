@@ -108,7 +108,7 @@ class CmId : public rdma_cm_id,
     uint64_t resolve_deadline_ns = 0;
     uint64_t timewait_exit_ns = 0;  // after a disconnect: when TIMEWAIT_EXIT is due
     // SOFTRDMA_FAULTS: a listener's decisions; an accept reply held back (delayed or lost).
-    FaultDice dice = FaultDice::for_new(1);
+    FaultDice dice = FaultDice::for_new(FaultDice::kCmId);
     std::vector<uint8_t> held_reply;
     uint64_t held_reply_ns = 0;
     bool held_reply_lost = false;

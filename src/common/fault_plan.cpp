@@ -100,9 +100,9 @@ const FaultPlan &fault_plan() {
     return plan;
 }
 
-FaultDice FaultDice::for_new(uint32_t kind) {
-    static std::atomic<uint64_t> created[4];
-    return make(fault_plan().seed, kind, created[kind & 3].fetch_add(1, std::memory_order_relaxed));
+FaultDice FaultDice::for_new(Kind kind) {
+    static std::atomic<uint64_t> created[2];
+    return make(fault_plan().seed, kind, created[kind].fetch_add(1, std::memory_order_relaxed));
 }
 
 FaultDice FaultDice::make(uint64_t seed, uint32_t kind, uint64_t n) {

@@ -31,8 +31,9 @@ bool parse_fault_plan(const char *spec, FaultPlan &plan, const char *&err);
 // One object's decisions: deterministic for a given seed and stream number.
 class FaultDice {
   public:
-    // `kind` separates kinds of objects (QPs, listeners), which count their creations apart.
-    static FaultDice for_new(uint32_t kind);
+    // Kinds of objects count their creations apart.
+    enum Kind : uint32_t { kQp = 0, kCmId = 1 };
+    static FaultDice for_new(Kind kind);
     // The generator of the n-th object of `kind` under `seed`.
     static FaultDice make(uint64_t seed, uint32_t kind, uint64_t n);
     bool roll(double p);

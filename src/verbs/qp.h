@@ -243,7 +243,7 @@ class Qp : public ibv_qp_ex,
     uint32_t max_send_sge_, max_recv_sge_;
     bool destroyed_ = false;
     // SOFTRDMA_FAULTS: this QP's decisions, its completed sends, a fault due at next progress.
-    FaultDice dice_ = FaultDice::for_new(0);
+    FaultDice dice_ = FaultDice::for_new(FaultDice::kQp);
     uint64_t sends_completed_ = 0;
     enum class InjectedFault : uint8_t {
         kNone,

@@ -265,6 +265,23 @@ void Fleet::expect_cq_empty() {
     _exit(5);
 }
 
+void Fleet::await_closed(uint32_t n, uint64_t deadline_ms) {
+    uint32_t disconnected = 0, timewait = 0;
+    while (disconnected < n || timewait < n) {
+        const Event e = take_event(deadline_ms);
+        if (e.type == RDMA_CM_EVENT_DISCONNECTED) {
+            ++disconnected;
+        } else if (e.type == RDMA_CM_EVENT_TIMEWAIT_EXIT) {
+            ++timewait;
+        } else {
+            std::fprintf(stderr, "[%s] unexpected %s while closing\n", role_,
+                         rdma_event_str(e.type));
+            _exit(4);
+        }
+    }
+    expect_no_event(100);
+}
+
 // ---------------------------------------------------------------------------- client
 
 ClientFleet::ClientFleet(sr_test::Oob &oob, uint32_t max_conns)
@@ -348,19 +365,7 @@ void ClientFleet::on_recv(Conn &c, const ibv_wc &) {
 
 void ClientFleet::close(uint32_t n, uint64_t deadline_ms) {
     for (uint32_t i = 0; i < n; ++i) PCHECK(rdma_disconnect(conns_[i].id) == 0);
-    uint32_t disconnected = 0, timewait = 0;
-    while (disconnected < n || timewait < n) {
-        const Event e = take_event(deadline_ms);
-        if (e.type == RDMA_CM_EVENT_DISCONNECTED) {
-            ++disconnected;
-        } else if (e.type == RDMA_CM_EVENT_TIMEWAIT_EXIT) {
-            ++timewait;
-        } else {
-            std::fprintf(stderr, "[client] unexpected %s while closing\n", rdma_event_str(e.type));
-            _exit(4);
-        }
-    }
-    expect_no_event(100);
+    await_closed(n, deadline_ms);
     uint32_t want[kEventTypes] = {};
     want[RDMA_CM_EVENT_ADDR_RESOLVED] = want[RDMA_CM_EVENT_ROUTE_RESOLVED] = 1;
     want[RDMA_CM_EVENT_ESTABLISHED] = want[RDMA_CM_EVENT_DISCONNECTED] = 1;
@@ -446,19 +451,7 @@ void ServerFleet::on_recv(Conn &c, const ibv_wc &) {
 
 void ServerFleet::close(uint32_t n, uint64_t deadline_ms) {
     // The client disconnects; each connection ends here as DISCONNECTED, then TIMEWAIT_EXIT.
-    uint32_t disconnected = 0, timewait = 0;
-    while (disconnected < n || timewait < n) {
-        const Event e = take_event(deadline_ms);
-        if (e.type == RDMA_CM_EVENT_DISCONNECTED) {
-            ++disconnected;
-        } else if (e.type == RDMA_CM_EVENT_TIMEWAIT_EXIT) {
-            ++timewait;
-        } else {
-            std::fprintf(stderr, "[server] unexpected %s while closing\n", rdma_event_str(e.type));
-            _exit(4);
-        }
-    }
-    expect_no_event(100);
+    await_closed(n, deadline_ms);
     uint32_t want[kEventTypes] = {};
     want[RDMA_CM_EVENT_CONNECT_REQUEST] = want[RDMA_CM_EVENT_ESTABLISHED] = 1;
     want[RDMA_CM_EVENT_DISCONNECTED] = want[RDMA_CM_EVENT_TIMEWAIT_EXIT] = 1;

@@ -63,6 +63,8 @@ class Fleet {
     virtual void on_recv(Conn &c, const ibv_wc &wc) = 0;
     void destroy_all(uint32_t n);
     void expect_cq_empty();
+    // Each of n connections ends with DISCONNECTED then TIMEWAIT_EXIT, and nothing else comes.
+    void await_closed(uint32_t n, uint64_t deadline_ms);
 
     sr_test::Oob &oob_;
     const char *role_;

@@ -10,15 +10,24 @@
 #include <cstring>
 #include <ctime>
 
+// A new id of `ps` on a new channel, and <ip>:<port> as its address. 0, or the exit code
+// (3: no id, 4: bad address).
+static int open_id(rdma_port_space ps, const char *ip, int port, rdma_event_channel *&ch,
+                   rdma_cm_id *&id, sockaddr_in &addr) {
+    ch = rdma_create_event_channel();
+    if (!ch || rdma_create_id(ch, &id, nullptr, ps)) return 3;
+    addr = {};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(uint16_t(port));
+    return inet_pton(AF_INET, ip, &addr.sin_addr) == 1 ? 0 : 4;
+}
+
 // `resolve <ip> <timeout_ms>`: prints the outcome of rdma_resolve_addr and how long it took.
 static int resolve(const char *ip, int timeout_ms) {
-    rdma_event_channel *ch = rdma_create_event_channel();
+    rdma_event_channel *ch;
     rdma_cm_id *id;
-    if (!ch || rdma_create_id(ch, &id, nullptr, RDMA_PS_TCP)) return 3;
-    sockaddr_in d{};
-    d.sin_family = AF_INET;
-    d.sin_port = htons(7000);
-    if (inet_pton(AF_INET, ip, &d.sin_addr) != 1) return 4;
+    sockaddr_in d;
+    if (int e = open_id(RDMA_PS_TCP, ip, 7000, ch, id, d)) return e;
     timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr *>(&d), timeout_ms)) {
@@ -38,13 +47,10 @@ static int resolve(const char *ip, int timeout_ms) {
 
 // `connect <ip> <port>`: resolves, connects, prints the event the connect ends with.
 static int connect_to(const char *ip, int port) {
-    rdma_event_channel *ch = rdma_create_event_channel();
+    rdma_event_channel *ch;
     rdma_cm_id *id;
-    if (!ch || rdma_create_id(ch, &id, nullptr, RDMA_PS_TCP)) return 3;
-    sockaddr_in d{};
-    d.sin_family = AF_INET;
-    d.sin_port = htons(uint16_t(port));
-    if (inet_pton(AF_INET, ip, &d.sin_addr) != 1) return 4;
+    sockaddr_in d;
+    if (int e = open_id(RDMA_PS_TCP, ip, port, ch, id, d)) return e;
     rdma_cm_event *ev;
     if (rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr *>(&d), 2000) ||
         rdma_get_cm_event(ch, &ev))
@@ -63,13 +69,10 @@ static int connect_to(const char *ip, int port) {
 // `ud-listen <ip> <port> <n>`: answers n SIDR-style requests of RDMA_PS_UDP ids, each with a
 // UD QP, then exits 0 (or 7 after ~60 s without them).
 static int ud_listen(const char *ip, int port, int n) {
-    rdma_event_channel *ch = rdma_create_event_channel();
+    rdma_event_channel *ch;
     rdma_cm_id *id;
-    if (!ch || rdma_create_id(ch, &id, nullptr, RDMA_PS_UDP)) return 3;
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(uint16_t(port));
-    if (inet_pton(AF_INET, ip, &a.sin_addr) != 1) return 4;
+    sockaddr_in a;
+    if (int e = open_id(RDMA_PS_UDP, ip, port, ch, id, a)) return e;
     if (rdma_bind_addr(id, reinterpret_cast<sockaddr *>(&a)) || rdma_listen(id, 8)) return 5;
     std::printf("READY\n");
     std::fflush(stdout);
@@ -95,13 +98,10 @@ static int ud_listen(const char *ip, int port, int n) {
 // `ud-connect <ip> <port>`: resolves an RDMA_PS_UDP id to a UD listener and prints the event
 // the request ends with and how long address, route and request took together.
 static int ud_connect(const char *ip, int port) {
-    rdma_event_channel *ch = rdma_create_event_channel();
+    rdma_event_channel *ch;
     rdma_cm_id *id;
-    if (!ch || rdma_create_id(ch, &id, nullptr, RDMA_PS_UDP)) return 3;
-    sockaddr_in d{};
-    d.sin_family = AF_INET;
-    d.sin_port = htons(uint16_t(port));
-    if (inet_pton(AF_INET, ip, &d.sin_addr) != 1) return 4;
+    sockaddr_in d;
+    if (int e = open_id(RDMA_PS_UDP, ip, port, ch, id, d)) return e;
     timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     rdma_cm_event *ev;
@@ -136,13 +136,10 @@ int main(int argc, char **argv) {
     if (argc == 4 && std::strcmp(argv[1], "ud-connect") == 0)
         return ud_connect(argv[2], std::atoi(argv[3]));
     if (argc != 3) return 2;
-    rdma_event_channel *ch = rdma_create_event_channel();
+    rdma_event_channel *ch;
     rdma_cm_id *id;
-    if (!ch || rdma_create_id(ch, &id, nullptr, RDMA_PS_TCP)) return 3;
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(uint16_t(std::atoi(argv[2])));
-    if (inet_pton(AF_INET, argv[1], &a.sin_addr) != 1) return 4;
+    sockaddr_in a;
+    if (int e = open_id(RDMA_PS_TCP, argv[1], std::atoi(argv[2]), ch, id, a)) return e;
     if (rdma_bind_addr(id, reinterpret_cast<sockaddr *>(&a)) || rdma_listen(id, 1)) {
         std::perror("bind/listen");
         return 5;

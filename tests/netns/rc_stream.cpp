@@ -206,6 +206,18 @@ struct Stream {
         if (ibv_post_recv(id->qp, &wr, &bad)) die("post ctrl recv");
     }
 
+    // The server's receive for chunk slot `i`. WRITE with immediate consumes a receive but
+    // places nothing in it.
+    void post_data_recv(uint32_t i) {
+        ibv_sge sge{reinterpret_cast<uintptr_t>(data->at(size_t(i) * kChunk)), kChunk,
+                    data->mr->lkey};
+        ibv_recv_wr wr{}, *bad;
+        wr.wr_id = i;
+        wr.sg_list = op == kSend ? &sge : nullptr;
+        wr.num_sge = op == kSend ? 1 : 0;
+        if (ibv_post_recv(id->qp, &wr, &bad)) die("post data recv");
+    }
+
     CtrlMsg ctrl_msg(const ibv_wc &wc) {
         CtrlMsg m;
         std::memcpy(&m, ctrl->at((wc.wr_id - kSlots) * sizeof(CtrlMsg)), sizeof m);
@@ -457,16 +469,7 @@ int serve_stream(rdma_event_channel *ch, Stream &s, int conn) {
     } else {
         s.data = std::make_unique<Mr>(s.id->pd, size_t(kSlots) * kChunk,
                                       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-        for (uint32_t i = 0; i < kSlots; ++i) {
-            // WRITE with immediate consumes a receive but places nothing in it.
-            ibv_sge sge{reinterpret_cast<uintptr_t>(s.data->at(size_t(i) * kChunk)), kChunk,
-                        s.data->mr->lkey};
-            ibv_recv_wr wr{}, *bad;
-            wr.wr_id = i;
-            wr.sg_list = s.op == kSend ? &sge : nullptr;
-            wr.num_sge = s.op == kSend ? 1 : 0;
-            if (ibv_post_recv(s.id->qp, &wr, &bad)) die("post data recv");
-        }
+        for (uint32_t i = 0; i < kSlots; ++i) s.post_data_recv(i);
     }
     r.addr = reinterpret_cast<uintptr_t>(s.data->at(0));
     r.rkey = s.data->mr->rkey;
@@ -524,13 +527,7 @@ int serve_stream(rdma_event_channel *ch, Stream &s, int conn) {
             }
             s.account(buf, kChunk);
             ++got;
-            ibv_sge sge{reinterpret_cast<uintptr_t>(s.data->at(size_t(slot) * kChunk)), kChunk,
-                        s.data->mr->lkey};
-            ibv_recv_wr wr{}, *bad;
-            wr.wr_id = slot;
-            wr.sg_list = s.op == kSend ? &sge : nullptr;
-            wr.num_sge = s.op == kSend ? 1 : 0;
-            if (ibv_post_recv(s.id->qp, &wr, &bad)) die("repost");
+            s.post_data_recv(slot);
             s.send_ctrl(kCredit, uint32_t(idx), 0);
             if (got == chunks) {
                 s.send_ctrl(kDone, 0, s.sum.h);

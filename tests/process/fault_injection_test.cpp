@@ -94,6 +94,12 @@ struct CmSide {
         PCHECK(rdma_connect(id, &p) == 0);
         return next_event(ch);
     }
+    // Client: dial, and the connect must end ESTABLISHED.
+    void connect(Oob &oob, uint8_t rnr_retry = 7) {
+        rdma_cm_event *ev = dial(oob, rnr_retry);
+        PCHECK_EQ(ev->event, RDMA_CM_EVENT_ESTABLISHED);
+        rdma_ack_cm_event(ev);
+    }
 };
 
 }  // namespace
@@ -113,9 +119,7 @@ TEST(FaultInjection, RnrNakExhaustsRnrRetry) {
     };
     auto client = [](Oob &oob) {
         CmSide c;
-        rdma_cm_event *ev = c.dial(oob, 2);
-        PCHECK_EQ(ev->event, RDMA_CM_EVENT_ESTABLISHED);
-        rdma_ack_cm_event(ev);
+        c.connect(oob, 2);
         PCHECK(c.post_send(1) == 0);
         const ibv_wc wc = c.wait_wc();
         PCHECK_EQ(wc.status, IBV_WC_RNR_RETRY_EXC_ERR);
@@ -150,9 +154,7 @@ TEST(FaultInjection, RnrNaksWithUnlimitedRetryDeliverEverything) {
     };
     auto client = [](Oob &oob) {
         CmSide c;
-        rdma_cm_event *ev = c.dial(oob, 7);
-        PCHECK_EQ(ev->event, RDMA_CM_EVENT_ESTABLISHED);
-        rdma_ack_cm_event(ev);
+        c.connect(oob);
         for (int i = 0; i < 40; ++i) {  // one at a time: the send buffer is reused
             PCHECK(c.post_send(uint64_t(i)) == 0);
             const ibv_wc wc = c.wait_wc();
@@ -202,10 +204,8 @@ TEST(FaultInjection, DelayedReply) {
     auto client = [](Oob &oob) {
         CmSide c;
         const uint64_t t0 = now_ms();
-        rdma_cm_event *ev = c.dial(oob);
+        c.connect(oob);
         const uint64_t dt = now_ms() - t0;
-        PCHECK_EQ(ev->event, RDMA_CM_EVENT_ESTABLISHED);
-        rdma_ack_cm_event(ev);
         PCHECK(dt >= 400);
         PCHECK(dt < 5000);
         PCHECK(c.post_send(9) == 0);
@@ -256,9 +256,7 @@ TEST(FaultInjection, SpuriousDisconnect) {
     auto client = [](Oob &oob) {
         setenv("SOFTRDMA_FAULTS", "disconnect=1", 1);
         CmSide c;
-        rdma_cm_event *ev = c.dial(oob);
-        PCHECK_EQ(ev->event, RDMA_CM_EVENT_ESTABLISHED);
-        rdma_ack_cm_event(ev);
+        c.connect(oob);
         PCHECK(c.post_send(1) == 0);
         PCHECK_EQ(c.wait_wc().status, IBV_WC_SUCCESS);
         rdma_ack_cm_event(wait_event(c.ch, RDMA_CM_EVENT_DISCONNECTED));
