@@ -78,7 +78,10 @@ bool FpduStream::retransmitting() const {
     tcp_info ti{};
     socklen_t len = sizeof ti;
     if (getsockopt(fd_.get(), IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) return false;
-    return ti.tcpi_retransmits > 0 || ti.tcpi_backoff > 0 || ti.tcpi_ca_state >= TCP_CA_Recovery;
+    // Segments the peer's kernel has not acknowledged: before TCP's first retransmission
+    // timer fires, that is the only sign that the path, not the peer, is silent.
+    return ti.tcpi_unacked > 0 || ti.tcpi_retransmits > 0 || ti.tcpi_backoff > 0 ||
+           ti.tcpi_ca_state >= TCP_CA_Recovery;
 }
 
 bool FpduStream::refill(IoStatus &st) {

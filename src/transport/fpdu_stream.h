@@ -95,8 +95,8 @@ class FpduStream {
     // when output remains (the caller then waits for EPOLLOUT).
     IoStatus pump_tx(StreamHandler &h, bool &blocked);
     bool tx_pending() const { return cur_iov_ < batch_->niov_; }
-    // TCP is recovering lost segments on this connection (a retransmission timer fired, or
-    // fast recovery): silence from the peer may be the path's, not the peer's.
+    // TCP has segments in flight the peer's kernel has not acknowledged, or is recovering
+    // lost ones: silence from the peer may be the path's, not the peer's.
     bool retransmitting() const;
     // A protocol error detected on receive (bad header, CRC, or a segment the handler
     // refused), and the TERMINATE that names it.

@@ -589,6 +589,12 @@ void Qp::report_async(ibv_event_type t) {
 
 // ------------------------------------------------------------------------------- progress
 
+// Work the peer has to answer for: requests on the wire, or queued behind a TCP connection
+// that takes no more bytes (the path or the peer stopped), or with no connection at all.
+bool Qp::awaiting_peer() const {
+    return sq_count_ > 0 && (sq_tx_ > 0 || !stream_ || tx_blocked_);
+}
+
 uint64_t Qp::retry_budget_ns() const {
     if (attr_.timeout == 0) return 0;       // 0 = wait forever
     uint64_t t = 4096ull << attr_.timeout;  // 4.096 us * 2^timeout, in ns
@@ -751,7 +757,7 @@ void Qp::arm_timer(Lock &) {
     uint64_t when = UINT64_MAX;
     if (rnr_wait_) when = std::min(when, rnr_resume_ns_);
     if (!stream_ && !connecting_ && next_dial_ns_ && i_dial()) when = std::min(when, next_dial_ns_);
-    const bool outstanding = sq_count_ > 0 && (sq_tx_ > 0 || !stream_);
+    const bool outstanding = awaiting_peer();
     const uint64_t budget = retry_budget_ns();
     if (outstanding && budget && !rnr_wait_ && qp_base.qp_type == IBV_QPT_RC)
         when = std::min(when, last_progress_ns_ + budget);
@@ -787,7 +793,7 @@ void Qp::on_timer() {
         last_progress_ns_ = now;
     }
     const uint64_t budget = retry_budget_ns();
-    const bool outstanding = sq_count_ > 0 && (sq_tx_ > 0 || !stream_);
+    const bool outstanding = awaiting_peer();
     if (outstanding && budget && !rnr_wait_ && qp_base.qp_type == IBV_QPT_RC &&
         now >= last_progress_ns_ + budget && qp_base.state != IBV_QPS_ERR) {
         // Nothing acknowledged within timeout * (retry_cnt + 1): the peer is gone.

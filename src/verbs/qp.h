@@ -169,6 +169,7 @@ class Qp : public ibv_qp_ex,
     void update_interest(Lock &lk);
     void drive_from_engine();
     uint64_t retry_budget_ns() const;
+    bool awaiting_peer() const;
 
     // qp_connect.cpp
     bool i_dial() const;
