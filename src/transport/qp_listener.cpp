@@ -11,33 +11,9 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "transport/wildcard_socket.h"
 
 namespace softrdma::transport {
-
-UniqueFd bind_wildcard(int type, uint16_t &port) {
-    UniqueFd fd(::socket(AF_INET6, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-    if (fd) {
-        int zero = 0;
-        setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
-        sockaddr_in6 a{};
-        a.sin6_family = AF_INET6;
-        a.sin6_addr = in6addr_any;
-        if (::bind(fd.get(), reinterpret_cast<sockaddr *>(&a), sizeof a) != 0) fd.reset();
-    }
-    if (!fd) {
-        fd.reset(::socket(AF_INET, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-        if (!fd) return fd;
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        if (::bind(fd.get(), reinterpret_cast<sockaddr *>(&a), sizeof a) != 0) return UniqueFd();
-    }
-    sockaddr_storage ss{};
-    socklen_t len = sizeof ss;
-    getsockname(fd.get(), reinterpret_cast<sockaddr *>(&ss), &len);
-    port = ntohs(ss.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6 &>(ss).sin6_port
-                                          : reinterpret_cast<sockaddr_in &>(ss).sin_port);
-    return fd;
-}
 
 namespace {
 

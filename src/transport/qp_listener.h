@@ -30,11 +30,6 @@ inline uint16_t qpn_port(uint32_t qpn) {
     return uint16_t(qpn >> 8);
 }
 
-// A non-blocking socket of `type` bound to the wildcard address on a port the kernel picks:
-// dual-stack IPv6 where the host has it (so IPv4-mapped and IPv6 GIDs both reach it), IPv4
-// otherwise. Sets `port`; an empty fd (errno set) on failure.
-UniqueFd bind_wildcard(int type, uint16_t &port);
-
 // Returns a fresh QPN routed to `qp`, or 0 with errno set.
 uint32_t register_qp(const std::shared_ptr<QpAcceptor> &qp);
 void unregister_qp(uint32_t qpn);

@@ -18,6 +18,7 @@
 #include "verbs/qp.h"
 #include "verbs/srq.h"
 #include "transport/mcast_socket.h"
+#include "transport/wildcard_socket.h"
 #include "wire/ud_header.h"
 
 namespace softrdma::verbs {

@@ -1,8 +1,13 @@
 // PD, MR, CQ, completion channel, SRQ and QP objects: creation, argument errors, EBUSY rules.
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <sys/mman.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <vector>
 
 #include "api/api_util.h"
@@ -65,9 +70,9 @@ TEST_F(Objects, MrRereg) {
     ASSERT_EQ(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0,
                            IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE),
               0);
-    EXPECT_NE(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0,
-                           IBV_ACCESS_REMOTE_WRITE),
-              0);
+    EXPECT_NE(
+        ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0, IBV_ACCESS_REMOTE_WRITE),
+        0);
     EXPECT_EQ(errno, EINVAL);
     EXPECT_EQ(ibv_dereg_mr(mr), 0);
 }
@@ -164,6 +169,60 @@ TEST_F(Objects, QpCreationCapsAndErrors) {
     bad.send_cq = nullptr;
     EXPECT_EQ(ibv_create_qp(pd_, &bad), nullptr);
     EXPECT_EQ(ibv_destroy_qp(qp), 0);
+    EXPECT_EQ(ibv_destroy_cq(cq), 0);
+}
+
+// A QPN carries the port of the socket behind it (port << 8 | slot). Those ports must stay out
+// of the kernel's ephemeral range: ibv_rc_pingpong-style harnesses take a port from bind(0),
+// close it, start a server that creates its QP and only then binds the port (seen in CI: the
+// server's own QP listener held it).
+TEST_F(Objects, QpPortsStayOutOfTheEphemeralRange) {
+    unsigned lo = 0, hi = 0;
+    FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(fscanf(f, "%u %u", &lo, &hi), 2);
+    fclose(f);
+    if (hi >= 0xfffe && lo <= 1025) GTEST_SKIP() << "the ephemeral range covers every port";
+    auto private_port = [&](uint32_t qpn) {
+        const unsigned port = qpn >> 8;
+        return (port > hi || port < lo) && port >= 1024;
+    };
+    ibv_cq *cq = ibv_create_cq(ctx_, 64, nullptr, nullptr, 0);
+    ASSERT_NE(cq, nullptr);
+    // 300 RC QPs take at least two listeners; each UD QP has its own UDP socket.
+    std::vector<ibv_qp *> qps;
+    for (int i = 0; i < 300; ++i) qps.push_back(make_qp(cq));
+    for (int i = 0; i < 8; ++i) qps.push_back(make_qp(cq, IBV_QPT_UD));
+    for (ibv_qp *qp : qps) {
+        ASSERT_NE(qp, nullptr);
+        EXPECT_TRUE(private_port(qp->qp_num))
+            << std::hex << "QPN 0x" << qp->qp_num << std::dec << " uses port " << (qp->qp_num >> 8)
+            << ", inside the ephemeral range " << lo << "-" << hi;
+    }
+    // The harness pattern itself: a kernel-chosen port is still free after QPs are created.
+    for (int round = 0; round < 3; ++round) {
+        int s = socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_ANY);
+        socklen_t len = sizeof a;
+        ASSERT_EQ(bind(s, reinterpret_cast<sockaddr *>(&a), sizeof a), 0);
+        ASSERT_EQ(getsockname(s, reinterpret_cast<sockaddr *>(&a), &len), 0);
+        close(s);
+        for (int i = 0; i < 256; ++i) qps.push_back(make_qp(cq));  // opens a listener
+        qps.push_back(make_qp(cq, IBV_QPT_UD));
+        s = socket(AF_INET, SOCK_STREAM, 0);
+        int one = 1;
+        setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        EXPECT_EQ(bind(s, reinterpret_cast<sockaddr *>(&a), sizeof a), 0)
+            << "port " << ntohs(a.sin_port) << ": " << strerror(errno);
+        EXPECT_EQ(listen(s, 1), 0);
+        close(s);
+    }
+    for (ibv_qp *qp : qps) {
+        ASSERT_NE(qp, nullptr);
+        EXPECT_EQ(ibv_destroy_qp(qp), 0);
+    }
     EXPECT_EQ(ibv_destroy_cq(cq), 0);
 }
 

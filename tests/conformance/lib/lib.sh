@@ -79,14 +79,30 @@ require_pkg_prog() {
     fi
 }
 
-# free_port: ask the kernel for a currently free TCP port on 127.0.0.1.
+# free_port: ask the kernel for a currently free TCP port on 127.0.0.1, one this script has
+# not been given before (the kernel readily offers a port it just offered again, and a
+# self-test that aims a client at "another" free port needs it to differ from the server's).
 free_port() {
-    python3 - <<'EOF'
-import socket
-s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])
-s.close()
+    local given=${CONF_WORK:+$CONF_WORK/ports_given}
+    python3 - "${given:-/dev/null}" <<'EOF'
+import socket, sys
+path = sys.argv[1]
+try:
+    avoid = {int(p) for p in open(path).read().split()}
+except OSError:
+    avoid = set()
+held = []
+for _ in range(256):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    if port not in avoid:
+        break
+    held.append(s)  # keep it bound so the next bind cannot return it
+if path != "/dev/null":
+    with open(path, "a") as f:
+        f.write(f"{port}\n")
+print(port)
 EOF
 }
 
