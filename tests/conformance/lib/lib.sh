@@ -119,8 +119,20 @@ port_listening() {
 # is_alive <pid>
 is_alive() { kill -0 "$1" 2>/dev/null; }
 
-# Children of a PID (by parent PID, never by name).
-child_pids() { ps -o pid= --ppid "$1" 2>/dev/null | tr -d ' '; }
+# Children of a PID (by parent PID, never by name), read from /proc/*/stat ("pid (comm)
+# state ppid ..."; comm may hold spaces or parentheses, hence the last ") "). Not `ps`:
+# under the preloaded ASan runtime procps hangs before main() (libgpg-error's constructor
+# calls bindtextdomain(), whose malloc() starts ASan, whose dlerror() unlocks glibc's
+# gettext lock once too often; textdomain() then waits forever; llvm-project#49223).
+child_pids() {
+    local f line rest
+    for f in /proc/[0-9]*/stat; do
+        { read -r line <"$f"; } 2>/dev/null || continue
+        read -ra rest <<<"${line##*) }"
+        [[ ${rest[1]-} == "$1" ]] && echo "${line%% *}"
+    done
+    return 0
+}
 
 # wait_exit <pid> <seconds>: bounded wait for a background PID to end.
 # Returns 0 if it ended within the time.
@@ -172,7 +184,7 @@ conf_init() {
     BINDIR=$(cd "$2" 2>/dev/null && pwd) || die "bindir '$2' does not exist"
     [[ -e $LIBDIR/libibverbs.so.1 ]] || die "no libibverbs.so.1 in libdir '$LIBDIR' (build target ibverbs first)"
     export LIBDIR BINDIR
-    require_prog python3 timeout awk ps
+    require_prog python3 timeout awk
     # Line-buffered stdout (coreutils stdbuf), so a program we have to kill still
     # leaves the lines it printed in its output file.
     LINEBUF=()
