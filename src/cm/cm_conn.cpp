@@ -22,6 +22,7 @@ namespace softrdma::cm {
 
 void register_child(const std::shared_ptr<CmId> &id);
 std::function<void()> disconnect_hook(CmId &id);
+std::function<void()> established_hook(CmId &id);
 
 uint64_t cm_timeout_ns() {
     static const uint64_t ns = [] {
@@ -54,12 +55,23 @@ void enter_timewait(CmId &id) {
     transport::ProgressEngine::get().schedule(id.shared_from_this(), id.timewait_exit_ns);
 }
 
+void qp_to_error(CmId &id);
+
 // The QP's end of the connection was closed by the peer (or failed): DISCONNECTED.
 void on_transport_closed(const std::weak_ptr<CmId> &weak) {
     auto id = weak.lock();
     if (!id) return;
     std::lock_guard lk(id->mu);
-    if (id->state != State::kConnect || !id->established) return;
+    if (id->state != State::kConnect) return;
+    if (!id->established) {
+        // Accepted, but the active side went away before its RTU: the IB CM's REJ from a
+        // destroyed id.
+        if (id->passive) {
+            id->post_event(RDMA_CM_EVENT_REJECTED, kRejConsumerDefined);
+            qp_to_error(*id);
+        }
+        return;
+    }
     id->set_state(State::kDisconnect);
     id->post_event(RDMA_CM_EVENT_DISCONNECTED, 0);
     enter_timewait(*id);
@@ -232,13 +244,14 @@ void Listener::on_request(const std::shared_ptr<CmId> &lid, UniqueFd fd) {
         if (ibv_qp *q = c->conn_qp()) {
             auto *qp = verbs::Qp::from(q);
             if (!c->qp) qp->set_cm_managed(disconnect_hook(*c));
-            if (qp->attach_cm_stream(std::move(r.fd), c->peer_frame) != 0) {
+            // ESTABLISHED waits for the active side's RTU, as on IB: it is sent when that
+            // application has seen its own ESTABLISHED (get_cm_event).
+            qp->set_established_hook(established_hook(*c));
+            if (qp->attach_cm_stream(std::move(r.fd), c->peer_frame) != 0)
                 c->post_event(RDMA_CM_EVENT_CONNECT_ERROR, -EIO);
-                return;
-            }
-        } else {
-            c->parked_fd = std::move(r.fd);
+            return;
         }
+        c->parked_fd = std::move(r.fd);
         c->established = true;
         c->post_event(RDMA_CM_EVENT_ESTABLISHED, 0);
     };
@@ -373,6 +386,7 @@ int dial(CmId &id) {
             return;
         }
         c->established = true;
+        c->rtu_due = true;
         c->post_event(RDMA_CM_EVENT_ESTABLISHED, 0, pd.data(), pd.size(), kAcceptPrivateData);
     };
     id.handshake = transport::MpaHandshake::start_active(std::move(id.sock), std::move(req),
@@ -553,6 +567,9 @@ int disconnect(rdma_cm_id *raw) {
     {
         std::lock_guard lk(id.mu);
         CM_LOG("disconnect %p", static_cast<void *>(raw));
+        // After the peer's DREQ the kernel answers with a DREP and returns 0; DISCONNECTED has
+        // already been reported.
+        if (id.state == State::kDisconnect) return 0;
         if (id.state != State::kConnect) return fail(EINVAL);
         // RoCE: the QP goes to ERR first (flushing), then the connection ends.
         id.set_state(State::kDisconnect);
@@ -583,6 +600,7 @@ int establish(rdma_cm_id *raw) {
     qp->set_cm_managed(disconnect_hook(id));
     if (qp->attach_cm_stream(std::move(id.parked_fd), id.peer_frame) != 0) return fail(EINVAL);
     id.established = true;
+    qp->send_rtu();
     return 0;
 }
 
@@ -637,6 +655,18 @@ int get_remote_ece(rdma_cm_id *raw, ibv_ece *ece) {
 std::function<void()> disconnect_hook(CmId &id) {
     std::weak_ptr<CmId> weak = id.weak_from_this();
     return [weak] { on_transport_closed(weak); };
+}
+
+std::function<void()> established_hook(CmId &id) {
+    std::weak_ptr<CmId> weak = id.weak_from_this();
+    return [weak] {
+        auto c = weak.lock();
+        if (!c) return;
+        std::lock_guard lk(c->mu);
+        if (c->state != State::kConnect || c->established) return;
+        c->established = true;
+        c->post_event(RDMA_CM_EVENT_ESTABLISHED, 0);
+    };
 }
 
 }  // namespace softrdma::cm

@@ -259,6 +259,12 @@ int get_cm_event(rdma_event_channel *ch, rdma_cm_event **out) {
         CmId *owner = ev->owner.get();
         std::lock_guard lk(owner->mu);
         ++owner->events_reported;
+        // rdma-core sends the RTU while it hands CONNECT_RESPONSE to the application as
+        // ESTABLISHED: the passive side's ESTABLISHED follows this, not the reply.
+        if (ev->event == RDMA_CM_EVENT_ESTABLISHED && owner->rtu_due) {
+            owner->rtu_due = false;
+            if (ibv_qp *q = owner->conn_qp()) verbs::Qp::from(q)->send_rtu();
+        }
     }
     *out = ev;
     return 0;

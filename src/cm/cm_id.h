@@ -115,7 +115,8 @@ class CmId : public rdma_cm_id,
     UniqueFd parked_fd;  // CONNECT_RESPONSE: the stream waits for rdma_establish
     bool passive = false;
     bool established = false;
-    uint32_t token = 0;  // rdma_init_qp_attr's stand-in QPN for an application-driven QP
+    bool rtu_due = false;  // active: send the RTU when the application takes ESTABLISHED
+    uint32_t token = 0;    // rdma_init_qp_attr's stand-in QPN for an application-driven QP
 
     // The QP this connection feeds: the CM's own, or the application's (found by token).
     ibv_qp *conn_qp();

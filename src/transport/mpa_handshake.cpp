@@ -196,17 +196,12 @@ void MpaHandshake::step(std::unique_lock<std::mutex> &lk) {
                 Decision d = decide(peer_, *this);
                 lk.lock();
                 decide_running_ = false;
+                decided_.notify_all();
                 if (state_ != State::kDeferred) return;
                 if (d.kind == Decision::Kind::kClose) return finish(lk, ECONNREFUSED);
                 if (d.kind == Decision::Kind::kHold) {
-                    if (!early_reply_) {
-                        state_ = State::kHeld;
-                        return;
-                    }
-                    // The answer came while decide() was still running.
-                    early_reply_ = false;
-                    state_ = State::kSendingReply;
-                    break;
+                    state_ = State::kHeld;
+                    return;
                 }
                 if (d.kind == Decision::Kind::kDefer) {
                     const uint64_t retry = now_ns() + 5'000'000;
@@ -237,14 +232,10 @@ void MpaHandshake::step(std::unique_lock<std::mutex> &lk) {
 
 bool MpaHandshake::respond(std::vector<uint8_t> reply, bool accepted) {
     std::unique_lock lk(mu_);
-    if (state_ == State::kDeferred && decide_running_) {
-        // decide() has published the request and not returned yet: answer when it does.
-        out_ = std::move(reply);
-        out_off_ = 0;
-        reply_accepted_ = accepted;
-        early_reply_ = true;
-        return true;
-    }
+    // decide() may have published the request and not returned yet. The reply leaves from
+    // this thread, before the call returns, as the kernel sends a REP or REJ: a process that
+    // rejects and exits at once must not take its answer with it.
+    decided_.wait(lk, [this] { return !decide_running_; });
     if (state_ != State::kHeld) return false;
     out_ = std::move(reply);
     out_off_ = 0;

@@ -3,6 +3,7 @@
 // reply; the passive side waits for the request and asks its owner what to answer.
 #pragma once
 #include <sys/socket.h>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -78,7 +79,7 @@ class MpaHandshake : public Pollable, public std::enable_shared_from_this<MpaHan
     bool reply_accepted_ = false;
     bool got_frame_ = false;
     bool decide_running_ = false;
-    bool early_reply_ = false;
+    std::condition_variable decided_;  // respond() waits for a running decide() to return
     Decide decide_;
     Done done_;
     // The exchange owns itself until it finishes: the engine holds only weak references and

@@ -110,6 +110,11 @@ class Qp : public ibv_qp_ex,
     // never dial raw, and report the end of the connection through `hook` (run on the
     // engine thread, outside the QP lock).
     void set_cm_managed(std::function<void()> hook);
+    // Passive CM side: `hook` runs (on the engine thread) when the peer's RTU or its first
+    // request arrives, at once for a peer without the extensions (it sends no RTU).
+    void set_established_hook(std::function<void()> hook);
+    // Active CM side: tells the peer the application has seen ESTABLISHED.
+    void send_rtu();
     int attach_cm_stream(UniqueFd fd, const wire::MpaFrame &peer);
     bool cm_managed() const { return cm_managed_; }
     void progress_from_poller();
@@ -253,6 +258,8 @@ class Qp : public ibv_qp_ex,
     } injected_ = InjectedFault::kNone;
     bool cm_managed_ = false;
     std::function<void()> cm_hook_;
+    std::function<void()> established_hook_;
+    void fire_established_hook();
     // Engine callbacks in flight; destroy waits for them so none touches a freed CQ.
     std::atomic<int> callbacks_{0};
     std::atomic<bool> dead_{false};

@@ -161,6 +161,7 @@ bool Qp::adopt_stream(transport::MpaHandshake::Result &&r, Lock &lk) {
     const uint16_t peer = r.peer.flags;
     const bool crc = (peer & wire::kMpaFlagCrc) || want_crc();
     ext_ = (peer & wire::kMpaFlagSoftrdmaExt) != 0;
+    if (!ext_) fire_established_hook();  // such a peer sends no RTU
     peer_ird_ = r.peer.ird & wire::kMpaV2IrdOrdMask;
     stream_ = std::make_unique<transport::FpduStream>(std::move(r.fd), crc);
     tx_blocked_ = false;
@@ -186,6 +187,24 @@ void Qp::set_cm_managed(std::function<void()> hook) {
     Lock lk(mu_);
     cm_managed_ = true;
     cm_hook_ = std::move(hook);
+}
+
+void Qp::set_established_hook(std::function<void()> hook) {
+    Lock lk(mu_);
+    established_hook_ = std::move(hook);
+}
+
+void Qp::fire_established_hook() {
+    if (!established_hook_) return;
+    transport::ProgressEngine::get().post(std::move(established_hook_));
+    established_hook_ = nullptr;
+}
+
+void Qp::send_rtu() {
+    Lock lk(mu_);
+    if (!stream_ || !ext_ || qp_base.state == IBV_QPS_ERR) return;
+    queue_control(wire::ControlType::kRtu, 0, 0);
+    progress(lk);
 }
 
 int Qp::attach_cm_stream(UniqueFd fd, const wire::MpaFrame &peer) {

@@ -416,12 +416,18 @@ bool Qp::handle_control(std::span<const uint8_t> payload) {
             return true;
         case wire::ControlType::kCredits:
             return true;
+        case wire::ControlType::kRtu:
+            fire_established_hook();
+            return true;
     }
     return false;
 }
 
 bool Qp::on_segment(const wire::SegmentHeader &h, std::span<const uint8_t> scratch) {
     if (qp_base.state == IBV_QPS_ERR && h.op != wire::RdmapOp::kTerminate) return true;
+    // A request before the RTU establishes the connection too (the IB CM's COMM_EST).
+    if (h.op != wire::RdmapOp::kControl && h.op != wire::RdmapOp::kTerminate)
+        fire_established_hook();
     switch (h.op) {
         case wire::RdmapOp::kWrite:
             if (h.last && !rnr_dropping_ && !fatal_pending_) request_executed();

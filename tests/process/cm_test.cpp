@@ -8,6 +8,7 @@
 #include <rdma/rdma_verbs.h>
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -224,6 +225,81 @@ TEST(Cm, KilledPeerDisconnects) {
     EXPECT_FALSE(r.timed_out);
     EXPECT_EQ(r.status_a, 0);
     EXPECT_EQ(r.status_b, 128 + SIGKILL);
+}
+
+// The passive side's ESTABLISHED follows the active side's RTU, which rdma-core sends while
+// the active application takes its own ESTABLISHED: an active side that is slow to read its
+// events holds the passive side's ESTABLISHED back (ucmatose's reject case relies on it), and
+// an active side that dies before reading it leaves the passive side with REJECTED (28).
+TEST(Cm, PassiveEstablishedFollowsTheActiveApplication) {
+    constexpr uint64_t kHoldMs = 300;
+    auto passive = [](Oob &oob) {
+        rdma_event_channel *ch = rdma_create_event_channel();
+        rdma_cm_id *l = listen_any(ch, oob);
+        for (int round = 0; round < 2; ++round) {
+            rdma_cm_event *ev = wait_event(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+            rdma_cm_id *c = ev->id;
+            rdma_ack_cm_event(ev);
+            ibv_qp_init_attr qa = qp_attr();
+            PCHECK(rdma_create_qp(c, nullptr, &qa) == 0);
+            const uint64_t t0 = now_ms();
+            PCHECK(rdma_accept(c, nullptr) == 0);
+            if (round == 0) {
+                rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_ESTABLISHED));
+                const uint64_t waited = now_ms() - t0;
+                std::fprintf(stderr, "passive ESTABLISHED %llu ms after accept\n",
+                             (unsigned long long)waited);
+                PCHECK(waited >= kHoldMs - 50);
+                PCHECK(waited < kHoldMs + 2000);
+            } else {
+                ev = wait_event(ch, RDMA_CM_EVENT_REJECTED);
+                PCHECK_EQ(ev->status, 28);
+                rdma_ack_cm_event(ev);
+            }
+            rdma_destroy_qp(c);
+            PCHECK(rdma_destroy_id(c) == 0);
+            oob.put<char>('n');
+        }
+        PCHECK(rdma_destroy_id(l) == 0);
+        return 0;
+    };
+    auto active = [](Oob &oob) {
+        // The second connection comes from a process that dies before it reads ESTABLISHED;
+        // forked now, before this one touches the library, and told the port by a pipe.
+        int go[2];
+        PCHECK(pipe(go) == 0);
+        const pid_t pid = fork();
+        PCHECK(pid >= 0);
+        if (pid == 0) {
+            uint16_t p2 = 0;
+            PCHECK(read(go[0], &p2, sizeof p2) == sizeof p2);
+            rdma_event_channel *ch2 = rdma_create_event_channel();
+            rdma_cm_id *id2 = resolved_id(ch2, p2);
+            ibv_qp_init_attr qa2 = qp_attr();
+            PCHECK(rdma_create_qp(id2, nullptr, &qa2) == 0);
+            PCHECK(rdma_connect(id2, nullptr) == 0);
+            usleep(kHoldMs * 1000);
+            _exit(0);
+        }
+        const uint16_t port = oob.get<uint16_t>();
+        rdma_event_channel *ch = rdma_create_event_channel();
+        rdma_cm_id *id = resolved_id(ch, port);
+        ibv_qp_init_attr qa = qp_attr();
+        PCHECK(rdma_create_qp(id, nullptr, &qa) == 0);
+        PCHECK(rdma_connect(id, nullptr) == 0);
+        usleep(kHoldMs * 1000);  // the reply is in; the application has not looked yet
+        rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_ESTABLISHED));
+        (void)oob.get<char>();
+        PCHECK(write(go[1], &port, sizeof port) == sizeof port);
+        int status = 0;
+        PCHECK(waitpid(pid, &status, 0) == pid);
+        PCHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        (void)oob.get<char>();
+        rdma_destroy_qp(id);
+        PCHECK(rdma_destroy_id(id) == 0);
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(passive, active));
 }
 
 // Synchronous ids (NULL channel) with rdma_create_ep / rdma_get_request, as rdma_server does.
