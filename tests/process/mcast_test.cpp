@@ -248,3 +248,81 @@ TEST(Mcast, AttachErrors) {
     };
     EXPECT_PAIR_OK(run_pair(one, idle_peer));
 }
+
+// Hostile datagrams sent straight to a group's IP address and port (docs/wire.md §9): random
+// bytes, a plausible header with garbage after it, a header for another QPN, the wrong Q_Key,
+// and a forged flow-control grant (grants are never valid on a group). An attached QP takes
+// none of them; the group's next real datagram lands in the first receive.
+TEST(Mcast, HostileDatagramsToTheGroupAreDropped) {
+    const ibv_gid g = test_group(4);
+    auto sender = [&](Oob &oob) {
+        Endpoint e(mc_opts());
+        e.connect(Wire{});
+        oob.put(e.local());
+        ibv_ah *ah = group_ah(e, g);
+        oob.barrier();  // receiver attached
+        const int s = socket(AF_INET, SOCK_DGRAM, 0);
+        PCHECK(s >= 0);
+        sockaddr_in to{};
+        to.sin_family = AF_INET;
+        to.sin_port = htons(4792);  // the group port (SOFTRDMA_MCAST_PORT's default)
+        std::memcpy(&to.sin_addr, g.raw + 12, 4);
+        const int loop = 1;
+        setsockopt(s, IPPROTO_IP, IP_MULTICAST_LOOP, &loop, sizeof loop);
+        in_addr lo{};
+        lo.s_addr = htonl(INADDR_LOOPBACK);
+        PCHECK(setsockopt(s, IPPROTO_IP, IP_MULTICAST_IF, &lo, sizeof lo) == 0);
+        uint8_t d[64];
+        for (int k = 0; k < 40; ++k) {
+            for (auto &b : d) b = uint8_t(rand());
+            size_t n = size_t(k % 8) * 8 + 3;
+            if (k % 5 == 1) d[0] = 0x55, d[1] = 1, d[2] = 0, d[3] = 0;  // plausible, then junk
+            if (k % 5 == 2) {  // a well-formed header for another QPN
+                const uint8_t h[20] = {0x55, 1, 0, 0, 0,    0x12, 0x34, 0x56,
+                                       0,    0, 0, 1, 0x11, 0x11, 0x11, 0x11};
+                std::memcpy(d, h, sizeof h);
+                n = 40;
+            }
+            if (k % 5 == 3) {  // to the group's QPN with the wrong Q_Key
+                const uint8_t h[20] = {0x55, 1, 0, 0, 0,    0xff, 0xff, 0xff,
+                                       0,    0, 0, 1, 0x22, 0x22, 0x22, 0x22};
+                std::memcpy(d, h, sizeof h);
+                n = 40;
+            }
+            if (k % 5 == 4) {  // a flow-control grant to the group
+                const uint8_t h[20] = {0x55, 1, 4, 0, 0, 0xff, 0xff, 0xff, 0, 0, 0, 1, 0, 0, 0, 9};
+                std::memcpy(d, h, sizeof h);
+                n = 20;
+            }
+            PCHECK(sendto(s, d, n, 0, reinterpret_cast<sockaddr *>(&to), sizeof to) > 0);
+        }
+        close(s);
+        oob.barrier();  // all of it is on its way
+        oob.barrier();  // the receiver saw none of it
+        send_to(e, ah, 1, 9, 48, e.opt.qkey);
+        oob.barrier();
+        ibv_destroy_ah(ah);
+        return 0;
+    };
+    auto receiver = [&](Oob &oob) {
+        Endpoint r(mc_opts());
+        r.connect(Wire{});
+        post_recvs(r, 4);
+        const Wire src = oob.get<Wire>();
+        PCHECK_EQ(ibv_attach_mcast(r.qp, &g, 0), 0);
+        oob.barrier();
+        oob.barrier();
+        PCHECK(r.quiet_for(300));
+        oob.barrier();
+        const ibv_wc wc = r.wait_wc();
+        PCHECK_EQ(wc.status, IBV_WC_SUCCESS);
+        PCHECK_EQ(wc.wr_id, 1u);  // the first receive: no junk consumed one
+        PCHECK_EQ(wc.byte_len, kGrh + 48);
+        PCHECK_EQ(wc.src_qp, src.qpn);
+        for (uint32_t i = 0; i < 48; ++i) PCHECK_EQ(r.buf[8192 + kGrh + i], 9);
+        PCHECK_EQ(r.qp_state(), IBV_QPS_RTS);
+        oob.barrier();
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(sender, receiver));
+}

@@ -415,3 +415,83 @@ TEST(Ud, PostingLimitsAndShortReceive) {
     };
     EXPECT_PAIR_OK(run_pair(sender, receiver));
 }
+
+// Forged flow-control grants (docs/wire.md §8.1) — naming the receiver's QPN, with windows of
+// 0, 1, 2^32-1 or random and random counts, and a few malformed ones — flood the sender's
+// port while it streams to the receiver. They may reshape the window, but every datagram must
+// still arrive intact and every send complete.
+TEST(Ud, ForgedGrantsLoseNothing) {
+    constexpr int kMsgs = 60;
+    constexpr uint32_t kLen = 512;
+    auto sender = [](Oob &oob) {
+        Endpoint e(ud_opts());
+        e.exchange_and_connect(oob);
+        ibv_ah *ah = make_ah(e);
+        oob.barrier();  // receives posted, forger running
+        for (int i = 0; i < kMsgs; ++i) {
+            std::memset(e.buf, uint8_t(i + 1), kLen);
+            PCHECK_EQ(ud_send(e, ah, uint64_t(i), 0, kLen, e.opt.qkey), 0);
+            expect_send_ok(e, uint64_t(i));
+        }
+        oob.barrier();
+        ibv_destroy_ah(ah);
+        return 0;
+    };
+    auto receiver = [](Oob &oob) {
+        Endpoint e(ud_opts());
+        e.exchange_and_connect(oob);
+        for (int i = 0; i < kMsgs; ++i) e.post_recv(uint64_t(i), size_t(i) * 1024, 1024);
+        const int s = socket(AF_INET, SOCK_DGRAM, 0);
+        PCHECK(s >= 0);
+        sockaddr_in to{};
+        to.sin_family = AF_INET;
+        to.sin_port = htons(uint16_t(e.peer.qpn >> 8));
+        to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        auto put32 = [](uint8_t *p, uint32_t v) {
+            p[0] = uint8_t(v >> 24), p[1] = uint8_t(v >> 16), p[2] = uint8_t(v >> 8),
+            p[3] = uint8_t(v);
+        };
+        auto forge = [&](int k) {
+            uint8_t g[20] = {0x55, 1, 0x04, 0};
+            put32(g + 4, e.peer.qpn);     // to the sender
+            put32(g + 8, e.local().qpn);  // "from" the receiver
+            const uint32_t windows[] = {0, 1, 0xffffffffu, uint32_t(rand())};
+            put32(g + 12, windows[k % 4]);
+            put32(g + 16, uint32_t(rand()));  // datagrams "consumed"
+            size_t n = sizeof g;
+            if (k % 7 == 0) g[2] = 0x0c;   // an unknown flag bit
+            if (k % 11 == 0) n = 13;       // truncated
+            if (k % 13 == 0) g[4] = 0x01;  // a QPN above 24 bits
+            PCHECK(sendto(s, g, n, 0, reinterpret_cast<sockaddr *>(&to), sizeof to) > 0);
+        };
+        for (int k = 0; k < 200; ++k) forge(k);  // before the first send too
+        oob.barrier();
+        int got = 0;
+        const uint64_t deadline = now_ms() + 20000;
+        bool seen[kMsgs] = {};
+        for (int k = 200; got < kMsgs && now_ms() < deadline; ++k) {
+            forge(k);
+            ibv_wc wc;
+            const int n = ibv_poll_cq(e.cq, 1, &wc);
+            PCHECK(n >= 0);
+            if (n == 0) {
+                usleep(20);  // a steady flood, not one that only fills the sender's socket
+                continue;
+            }
+            PCHECK_EQ(wc.status, IBV_WC_SUCCESS);
+            PCHECK_EQ(wc.byte_len, kGrh + kLen);
+            const uint8_t *p = e.buf + wc.wr_id * 1024 + kGrh;
+            const uint8_t tag = p[0];
+            PCHECK(tag >= 1 && tag <= kMsgs && !seen[tag - 1]);
+            seen[tag - 1] = true;
+            for (uint32_t i = 0; i < kLen; ++i) PCHECK_EQ(p[i], tag);
+            ++got;
+        }
+        close(s);
+        PCHECK_EQ(got, kMsgs);
+        PCHECK_EQ(e.qp_state(), IBV_QPS_RTS);
+        oob.barrier();
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(sender, receiver));
+}
