@@ -17,7 +17,7 @@ N='[0-9]+(\.[0-9]+)?'
 ud_case() {
     local label=$1 prog=$2 iters=$3 re=$4 name=perftest.ud.$1 before=$CONF_FAILS line
     shift 4
-    run_pair "$name" "$prog" -c UD -d sr_lo -x 0 -n "$iters" "$@" -p @PORT@ -- \
+    perftest_pair "$name" "$prog" -c UD -d sr_lo -x 0 -n "$iters" "$@" -p @PORT@ -- \
         "$prog" -c UD -d sr_lo -x 0 -n "$iters" "$@" -p @PORT@ 127.0.0.1 || return 1
     expect_grep "$name" "$PAIR_CLIENT_OUT" "^$S*Connection type$S*:$S*UD($S|\$)" "client does not report 'Connection type : UD'" || return 1
     expect_grep "$name" "$PAIR_CLIENT_OUT" "$re" "client did not print the result line" || return 1

@@ -54,7 +54,7 @@ pt() {
     local so=$CONF_WORK/$1.server.sample co=$CONF_WORK/$1.client.sample pre=${LD_PRELOAD:+$LD_PRELOAD:}$SHIM
     shift 6
     rm -f "$so" "$co"
-    run_pair "$name" env LD_PRELOAD="$pre" SR_SAMPLE_SEED=1 SR_SAMPLE_PEER_SEED=2 SR_SAMPLE_OUT="$so" \
+    perftest_pair "$name" env LD_PRELOAD="$pre" SR_SAMPLE_SEED=1 SR_SAMPLE_PEER_SEED=2 SR_SAMPLE_OUT="$so" \
         "$prog" "$@" -p @PORT@ -- \
         env LD_PRELOAD="$pre" SR_SAMPLE_SEED=2 SR_SAMPLE_PEER_SEED=1 SR_SAMPLE_OUT="$co" \
         "$prog" "$@" -p @PORT@ 127.0.0.1 || return 1
