@@ -143,15 +143,21 @@ wait_line "$work/ud_loss.srv" '^READY' || fail "ud listener did not start"
 ok=0 slow=0
 for i in $(seq 1 20); do
     ip -n "$nsb" neigh flush dev "$vethb"
+    t0=$SECONDS
     res=$(in_ns "$nsb" "$probe" ud-connect "$ipa" "$port")
-    [[ $res == "EVENT RDMA_CM_EVENT_ESTABLISHED 0"* ]] && ok=$((ok + 1))
+    rc=$?
+    if [[ $res == "EVENT RDMA_CM_EVENT_ESTABLISHED 0"* ]]; then
+        ok=$((ok + 1))
+    else
+        echo "  ud-connect $i: exit $rc after $((SECONDS - t0)) s: '$res'"
+    fi
     ms=${res##* after }
     ms=${ms% ms}
     [[ $ms =~ ^[0-9]+$ && $ms -ge 200 ]] && slow=$((slow + 1))
 done
 reap "$spid"
 [[ $ok -eq 20 ]] && echo "PASS: 20/20 UD resolutions through the loss ($slow needed a retransmission)" ||
-    { fail "only $ok/20 UD resolutions through the loss"; show srv "$work/ud_loss.srv"; }
+    { fail "only $ok/20 UD resolutions through the loss (listener exit $reaped)"; show srv "$work/ud_loss.srv"; }
 
 # The loss was real: the drop counters moved.
 drops=0 frames=0
