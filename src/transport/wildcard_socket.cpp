@@ -15,6 +15,12 @@ namespace {
 
 constexpr int kPrivatePortTries = 32;
 
+// Inclusive; first == 0 when the host leaves no port outside its ephemeral range.
+struct PortRange {
+    uint16_t first = 0;
+    uint16_t last = 0;
+};
+
 PortRange read_private_ports() {
     unsigned lo = 0, hi = 0;
     FILE *f = std::fopen("/proc/sys/net/ipv4/ip_local_port_range", "re");
@@ -53,7 +59,7 @@ bool bind_port(int fd, int family, uint16_t port) {
 
 // A private port when one is free, else one the kernel picks.
 bool bind_somewhere(int fd, int family) {
-    const PortRange r = private_ports();
+    static const PortRange r = read_private_ports();
     if (r.first != 0) {
         const uint32_t span = uint32_t(r.last - r.first) + 1;
         for (int i = 0; i < kPrivatePortTries; ++i)
@@ -78,11 +84,6 @@ UniqueFd open_socket(int family, int type) {
 }
 
 }  // namespace
-
-PortRange private_ports() {
-    static const PortRange r = read_private_ports();
-    return r;
-}
 
 UniqueFd bind_wildcard(int type, uint16_t &port) {
     int family = AF_INET6;

@@ -10,13 +10,6 @@
 
 namespace softrdma::transport {
 
-// Inclusive; first == 0 when the host leaves no port outside its ephemeral range.
-struct PortRange {
-    uint16_t first = 0;
-    uint16_t last = 0;
-};
-PortRange private_ports();
-
 // A non-blocking socket of `type` bound to the wildcard address, on a private port when one is
 // free, else on one the kernel picks: dual-stack IPv6 where the host has it (so IPv4-mapped and
 // IPv6 GIDs both reach it), IPv4 otherwise. Sets `port`; an empty fd (errno set) on failure.

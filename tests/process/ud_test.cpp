@@ -9,6 +9,7 @@
 
 #include <cstring>
 
+#include "process/cm_helpers.h"
 #include "process/harness.h"
 
 using namespace sr_test;
@@ -158,15 +159,12 @@ TEST(Ud, LostDatagramsLeaveTheQpWorking) {
         // Hostile datagrams straight at the receiver's UDP port (QPN = port << 8 | 0xff).
         const int s = socket(AF_INET, SOCK_DGRAM, 0);
         PCHECK(s >= 0);
-        sockaddr_in to{};
-        to.sin_family = AF_INET;
-        to.sin_port = htons(uint16_t(e.peer.qpn >> 8));
-        to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        const sockaddr_in to = loopback(uint16_t(e.peer.qpn >> 8));  // the QP's UDP port
         uint8_t junk[64];
         for (int k = 0; k < 20; ++k) {
             for (auto &b : junk) b = uint8_t(rand());
             if (k % 2) junk[0] = 0x55, junk[1] = 1;  // plausible magic, garbage after
-            PCHECK(sendto(s, junk, size_t(k + 1) * 3, 0, reinterpret_cast<sockaddr *>(&to),
+            PCHECK(sendto(s, junk, size_t(k + 1) * 3, 0, reinterpret_cast<const sockaddr *>(&to),
                           sizeof to) > 0);
         }
         close(s);
@@ -443,10 +441,7 @@ TEST(Ud, ForgedGrantsLoseNothing) {
         for (int i = 0; i < kMsgs; ++i) e.post_recv(uint64_t(i), size_t(i) * 1024, 1024);
         const int s = socket(AF_INET, SOCK_DGRAM, 0);
         PCHECK(s >= 0);
-        sockaddr_in to{};
-        to.sin_family = AF_INET;
-        to.sin_port = htons(uint16_t(e.peer.qpn >> 8));
-        to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        const sockaddr_in to = loopback(uint16_t(e.peer.qpn >> 8));  // the QP's UDP port
         auto put32 = [](uint8_t *p, uint32_t v) {
             p[0] = uint8_t(v >> 24), p[1] = uint8_t(v >> 16), p[2] = uint8_t(v >> 8),
             p[3] = uint8_t(v);
@@ -462,7 +457,7 @@ TEST(Ud, ForgedGrantsLoseNothing) {
             if (k % 7 == 0) g[2] = 0x0c;   // an unknown flag bit
             if (k % 11 == 0) n = 13;       // truncated
             if (k % 13 == 0) g[4] = 0x01;  // a QPN above 24 bits
-            PCHECK(sendto(s, g, n, 0, reinterpret_cast<sockaddr *>(&to), sizeof to) > 0);
+            PCHECK(sendto(s, g, n, 0, reinterpret_cast<const sockaddr *>(&to), sizeof to) > 0);
         };
         for (int k = 0; k < 200; ++k) forge(k);  // before the first send too
         oob.barrier();
