@@ -2,6 +2,7 @@
 //   - 8-byte round trip: RC SEND ping-pong vs TCP ping-pong (both busy-polling)
 //   - bandwidth: RDMA WRITE stream vs TCP stream, 64 KiB and 1 MiB messages
 // Prints absolute numbers and the ratios (the machine is shared: only ratios compare).
+// --rc-lat N, --tcp-lat N and --poll-cost N run one piece alone (for perf and strace).
 #include <arpa/inet.h>
 #include <infiniband/verbs.h>
 #include <netinet/in.h>
@@ -235,7 +236,8 @@ struct Rc {
         at.qp_state = IBV_QPS_INIT;
         at.port_num = 1;
         at.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
-        if (ibv_modify_qp(qp, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+        if (ibv_modify_qp(qp, &at,
+                          IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
             die("INIT");
     }
     void connect(int oob) {
@@ -254,8 +256,9 @@ struct Rc {
         a.ah_attr.is_global = 1;
         a.ah_attr.port_num = 1;
         std::memcpy(a.ah_attr.grh.dgid.raw, peer.gid, 16);
-        if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                                      IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+        if (ibv_modify_qp(qp, &a,
+                          IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+                              IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
             die("RTR");
         std::memset(&a, 0, sizeof a);
         a.qp_state = IBV_QPS_RTS;
@@ -263,8 +266,9 @@ struct Rc {
         a.retry_cnt = 7;
         a.rnr_retry = 7;
         a.max_rd_atomic = 1;
-        if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-                                      IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
+        if (ibv_modify_qp(qp, &a,
+                          IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                              IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
             die("RTS");
         char c = 'r';
         full_write(oob, &c, 1);
@@ -333,6 +337,44 @@ double rc_pingpong_us(int iters) {
     return run_pair([&](int oob) { side(oob, false); }, [&](int oob) { return side(oob, true); });
 }
 
+// What one empty ibv_poll_cq costs on a connected, idle QP, next to one recv() that finds
+// nothing on a TCP socket: the price of each turn of a busy-polling loop.
+void poll_cost(int n) {
+    run_pair(
+        [&](int oob) {
+            Rc rc(4096);
+            rc.connect(oob);
+            char c;
+            full_read(oob, &c, 1);
+            full_write(oob, &c, 1);
+        },
+        [&](int oob) {
+            Rc rc(4096);
+            rc.connect(oob);
+            ibv_wc wc;
+            double t0 = now_s();
+            for (int i = 0; i < n; ++i)
+                if (ibv_poll_cq(rc.cq, 1, &wc) != 0) die("unexpected completion");
+            const double poll_ns = (now_s() - t0) / n * 1e9;
+            uint16_t port;
+            const int l = tcp_listen(port);
+            const int fd = tcp_connect(port);
+            char b[64];
+            t0 = now_s();
+            for (int i = 0; i < n; ++i)
+                if (recv(fd, b, sizeof b, MSG_DONTWAIT) >= 0) die("unexpected data");
+            const double recv_ns = (now_s() - t0) / n * 1e9;
+            std::printf("empty ibv_poll_cq %.0f ns, empty recv() %.0f ns\n", poll_ns, recv_ns);
+            std::fflush(stdout);  // this child leaves with _exit()
+            close(fd);
+            close(l);
+            char c = 'd';
+            full_write(oob, &c, 1);
+            full_read(oob, &c, 1);
+            return 0.0;
+        });
+}
+
 double rc_write_gbs(size_t msg, size_t total) {
     const size_t region = std::max<size_t>(msg * 8, 8 << 20);
     return run_pair(
@@ -355,7 +397,8 @@ double rc_write_gbs(size_t msg, size_t total) {
                     rc.poll1();
                     --inflight;
                 }
-                rc.post(IBV_WR_RDMA_WRITE, (i % 8) * msg % region, uint32_t(msg), IBV_SEND_SIGNALED);
+                rc.post(IBV_WR_RDMA_WRITE, (i % 8) * msg % region, uint32_t(msg),
+                        IBV_SEND_SIGNALED);
                 ++inflight;
             }
             while (inflight--) rc.poll1();
@@ -377,6 +420,20 @@ double median3(const std::function<double()> &f) {
 
 int main(int argc, char **argv) {
     const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+    // Single pieces, for profilers: --rc-lat N, --tcp-lat N (round trips), --poll-cost N.
+    const int n = argc > 2 ? std::atoi(argv[2]) : 0;
+    if (n > 0 && std::strcmp(argv[1], "--rc-lat") == 0) {
+        std::printf("RC SEND ping-pong 8 B %8.2f us RTT\n", rc_pingpong_us(n));
+        return 0;
+    }
+    if (n > 0 && std::strcmp(argv[1], "--tcp-lat") == 0) {
+        std::printf("TCP ping-pong 8 B     %8.2f us RTT\n", tcp_pingpong_us(n));
+        return 0;
+    }
+    if (n > 0 && std::strcmp(argv[1], "--poll-cost") == 0) {
+        poll_cost(n);
+        return 0;
+    }
     const int iters = quick ? 5000 : 50000;
     const size_t total = quick ? (256u << 20) : (2048ull << 20);
     std::printf("softrdma RC vs kernel TCP on 127.0.0.1 (server CPU1, client CPU0), median of 3\n");
@@ -389,8 +446,10 @@ int main(int argc, char **argv) {
         const double tcp = median3([&] { return tcp_stream_gbs(msg, total); });
         const double rc = median3([&] { return rc_write_gbs(msg, total); });
         std::printf("TCP stream %5zu KiB writes        %10.2f GB/s\n", msg >> 10, tcp);
-        std::printf("RDMA WRITE %5zu KiB (16 in flight) %10.2f GB/s   ratio %.0f%% of TCP (target >= 90%%)\n",
-                    msg >> 10, rc, rc / tcp * 100);
+        std::printf(
+            "RDMA WRITE %5zu KiB (16 in flight) %10.2f GB/s   ratio %.0f%% of TCP (target >= "
+            "90%%)\n",
+            msg >> 10, rc, rc / tcp * 100);
     }
     return 0;
 }

@@ -136,6 +136,28 @@ UniqueFd probe_toward(const sockaddr *dst) {
     return s;
 }
 
+// An address of one of this host's interfaces.
+bool own_address(const sockaddr *a) {
+    uint8_t gid[16];
+    sockaddr_to_gid(a, gid);
+    for (verbs::Device *d : verbs::known_devices())
+        if (d->has_gid(gid)) return true;
+    return false;
+}
+
+// A destination on this host (loopback, or an address of one of our interfaces) has no next
+// hop to resolve: no probe datagram, no netlink round trips.
+bool on_this_host(const sockaddr *dst) {
+    if (dst->sa_family == AF_INET) {
+        const uint32_t a = ntohl(reinterpret_cast<const sockaddr_in *>(dst)->sin_addr.s_addr);
+        if ((a >> 24) == 127) return true;
+    } else if (dst->sa_family == AF_INET6 &&
+               IN6_IS_ADDR_LOOPBACK(&reinterpret_cast<const sockaddr_in6 *>(dst)->sin6_addr)) {
+        return true;
+    }
+    return own_address(dst);
+}
+
 // RoCE resolution ends when the next hop answers ARP/ND: nudge the kernel into asking.
 void nudge_next_hop(int probe) {
     [[maybe_unused]] ssize_t r = ::send(probe, "", 1, MSG_DONTWAIT);
@@ -184,16 +206,23 @@ int resolve_addr(rdma_cm_id *raw, sockaddr *src, sockaddr *dst, int timeout_ms) 
         // name the interface (Linux has no IPv6 multicast route on lo at all).
         const bool group = transport::gid_is_multicast(dgid);
         const bool need_route = !group || is_wildcard(&id.route.addr.src_addr);
-        // The kernel's routing table picks the source address, as for any socket.
-        UniqueFd probe = need_route ? probe_toward(dst) : UniqueFd();
-        if (need_route && !probe) {
-            const int err = errno;
-            id.set_state(State::kAddrBound);
-            return fail(err == EINVAL ? ENETUNREACH : err);
-        }
+        // The kernel's routing table picks the source address, as for any socket; an address
+        // of this host is its own source (what the kernel would pick), without asking.
         sockaddr_storage local{};
         socklen_t len = sizeof local;
-        if (need_route) getsockname(probe.get(), reinterpret_cast<sockaddr *>(&local), &len);
+        UniqueFd probe;
+        if (need_route && own_address(dst)) {
+            len = sockaddr_len(dst);
+            std::memcpy(&local, dst, len);
+        } else if (need_route) {
+            probe = probe_toward(dst);
+            if (!probe) {
+                const int err = errno;
+                id.set_state(State::kAddrBound);
+                return fail(err == EINVAL ? ENETUNREACH : err);
+            }
+            getsockname(probe.get(), reinterpret_cast<sockaddr *>(&local), &len);
+        }
         id.set_state(State::kAddrQuery);
         const uint16_t bound_port = port_of(&id.route.addr.src_addr);
         if (is_wildcard(&id.route.addr.src_addr)) {
@@ -207,8 +236,8 @@ int resolve_addr(rdma_cm_id *raw, sockaddr *src, sockaddr *dst, int timeout_ms) 
         if (!ctx) {
             id.set_state(State::kAddrBound);
             id.post_event(RDMA_CM_EVENT_ADDR_ERROR, -ENODEV);
-        } else if (group) {
-            id.verbs = ctx;  // a group has no next hop to wait for
+        } else if (group || on_this_host(dst)) {
+            id.verbs = ctx;  // a group or a local address has no next hop to wait for
             id.port_num = 1;
             id.set_state(State::kAddrResolved);
             id.post_event(RDMA_CM_EVENT_ADDR_RESOLVED, 0);

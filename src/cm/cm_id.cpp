@@ -85,11 +85,14 @@ socklen_t sockaddr_len(const sockaddr *sa) {
 
 ibv_context *context_for_gid(const uint8_t gid[16]) {
     std::lock_guard lk(g_dev_mu);
-    for (verbs::Device *d : verbs::scan_devices())
-        if (d->has_gid(gid)) {
-            DevCtx *e = dev_entry(d);
-            return e ? e->ctx : nullptr;
-        }
+    // The cached list first; an address added a moment ago that the watcher has not seen
+    // yet costs one fresh scan.
+    for (bool fresh : {false, true})
+        for (verbs::Device *d : fresh ? verbs::scan_devices() : verbs::known_devices())
+            if (d->has_gid(gid)) {
+                DevCtx *e = dev_entry(d);
+                return e ? e->ctx : nullptr;
+            }
     return nullptr;
 }
 

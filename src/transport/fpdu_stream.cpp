@@ -33,34 +33,59 @@ uint32_t get_le32(const uint8_t *p) {
 
 }  // namespace
 
+void TxBatch::append_copy(const void *p, size_t n) {
+    uint8_t *dst = arena_.data() + arena_len_;
+    std::memcpy(dst, p, n);
+    arena_len_ += n;
+    if (niov_ > 0) {
+        iovec &last = iov_[size_t(niov_ - 1)];
+        if (static_cast<uint8_t *>(last.iov_base) + last.iov_len == dst) {
+            last.iov_len += n;  // continues the previous piece of the arena
+            return;
+        }
+    }
+    iov_[size_t(niov_++)] = {dst, n};
+}
+
+void TxBatch::append_ref(const iovec &v) {
+    iov_[size_t(niov_++)] = v;
+}
+
 bool TxBatch::add(const wire::SegmentHeader &h, std::span<const iovec> payload,
                   std::span<const uint8_t> inline_payload) {
     if (inline_payload.size() > kSlotInline || full_for(payload.size())) return false;
-    Slot &s = slots_[nseg_];
-    const size_t hl = wire::encode_segment_header(h, s.head);
-    if (!inline_payload.empty())
-        std::memcpy(s.head + hl, inline_payload.data(), inline_payload.size());
-    const size_t head_len = hl + inline_payload.size();
-    iov_[niov_++] = {s.head, head_len};
+    uint8_t head[wire::kMaxHeaderLen];
+    const size_t hl = wire::encode_segment_header(h, head);
     size_t body = inline_payload.size();
-    uint32_t c = crc_ ? wire::crc32c(0, s.head, head_len) : 0;
+    for (const iovec &v : payload) body += v.iov_len;
+    uint32_t c = crc_ ? wire::crc32c(0, head, hl) : 0;
+    append_copy(head, hl);
     AppMemoryAccess app;
+    if (!inline_payload.empty()) {
+        if (crc_) c = wire::crc32c(c, inline_payload.data(), inline_payload.size());
+        append_copy(inline_payload.data(), inline_payload.size());
+    }
+    // A small payload in application memory is copied too: one copy of a few bytes is
+    // cheaper than an iovec of its own, and the frame stays one piece with its header.
+    const bool copy = body <= kSlotInline;
     for (const iovec &v : payload) {
         if (v.iov_len == 0) continue;
-        iov_[niov_++] = v;
-        body += v.iov_len;
         if (crc_) c = wire::crc32c(c, v.iov_base, v.iov_len);
+        if (copy)
+            append_copy(v.iov_base, v.iov_len);
+        else
+            append_ref(v);
     }
     const size_t pad = wire::pad_len(hl, body);
-    size_t tail = pad;
-    std::memset(s.tail, 0, pad);
+    uint8_t tail[3 + wire::kCrcLen] = {};
+    size_t tail_len = pad;
     if (crc_) {
         c = wire::crc32c(c, kZeros, pad);
-        put_le32(s.tail + pad, c);
-        tail += wire::kCrcLen;
+        put_le32(tail + pad, c);
+        tail_len += wire::kCrcLen;
     }
-    if (tail) iov_[niov_++] = {s.tail, tail};
-    bytes_ += head_len + (body - inline_payload.size()) + tail;
+    if (tail_len) append_copy(tail, tail_len);
+    bytes_ += hl + body + tail_len;
     ++nseg_;
     return true;
 }
@@ -74,14 +99,15 @@ FpduStream::FpduStream(UniqueFd fd, bool crc)
     batch_->crc_ = crc;
 }
 
-bool FpduStream::retransmitting() const {
+bool FpduStream::peer_kernel_answering(uint64_t recent_ns) const {
     tcp_info ti{};
     socklen_t len = sizeof ti;
     if (getsockopt(fd_.get(), IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) return false;
-    // Segments the peer's kernel has not acknowledged: before TCP's first retransmission
-    // timer fires, that is the only sign that the path, not the peer, is silent.
-    return ti.tcpi_unacked > 0 || ti.tcpi_retransmits > 0 || ti.tcpi_backoff > 0 ||
-           ti.tcpi_ca_state >= TCP_CA_Recovery;
+    // Every byte we sent is acknowledged and no window probe is pending, or the peer's kernel
+    // acknowledged something lately (a lossy path that still delivers).
+    const bool caught_up = ti.tcpi_unacked == 0 && ti.tcpi_probes == 0 && ti.tcpi_backoff == 0 &&
+                           ti.tcpi_retransmits == 0;
+    return caught_up || uint64_t(ti.tcpi_last_ack_recv) * 1'000'000ull < recent_ns;
 }
 
 bool FpduStream::refill(IoStatus &st) {
@@ -217,6 +243,9 @@ IoStatus FpduStream::pump_rx(StreamHandler &h, int max_segments, bool &progresse
                 if (r.status == wire::DecodeStatus::kMalformed)
                     return fault(wire::terminate_for_bad_header({stage_.get() + rd_, staged()}));
                 if (r.status == wire::DecodeStatus::kNeedMore) {
+                    // Everything read so far is handled: report it now rather than spend a
+                    // recv() that most likely finds nothing before the caller sees it.
+                    if (handled && staged() == 0) return IoStatus::kOk;
                     if (!refill(st)) return st;
                     continue;
                 }
@@ -306,14 +335,19 @@ IoStatus FpduStream::pump_tx(StreamHandler &h, bool &blocked) {
         if (cur_iov_ >= b.niov_) {
             b.nseg_ = b.niov_ = 0;
             b.bytes_ = 0;
+            b.arena_len_ = 0;
             cur_iov_ = 0;
             if (!h.fill_tx(b) || b.niov_ == 0) return IoStatus::kOk;
         }
-        msghdr msg{};
-        msg.msg_iov = &b.iov_[cur_iov_];
-        msg.msg_iovlen = size_t(std::min(b.niov_ - cur_iov_, IOV_MAX));
         ssize_t n;
-        {
+        if (b.niov_ - cur_iov_ == 1) {
+            const iovec &v = b.iov_[size_t(cur_iov_)];
+            AppMemoryAccess app;  // may read registered memory
+            n = ::send(fd_.get(), v.iov_base, v.iov_len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        } else {
+            msghdr msg{};
+            msg.msg_iov = &b.iov_[size_t(cur_iov_)];
+            msg.msg_iovlen = size_t(std::min(b.niov_ - cur_iov_, IOV_MAX));
             AppMemoryAccess app;  // gathers from registered memory
             n = ::sendmsg(fd_.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
         }

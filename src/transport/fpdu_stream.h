@@ -54,11 +54,13 @@ class TxBatch {
 
   private:
     friend class FpduStream;
-    struct Slot {
-        uint8_t head[wire::kMaxHeaderLen + kSlotInline];
-        uint8_t tail[3 + wire::kCrcLen];
-    };
-    std::array<Slot, kMaxSegments> slots_{};
+    // Headers, small payloads and trailers are laid end to end in one arena, so a run of
+    // small frames (an ACK and a SEND, say) leaves in a single iovec: one plain send().
+    static constexpr size_t kFrameBytes = wire::kMaxHeaderLen + kSlotInline + 3 + wire::kCrcLen;
+    void append_copy(const void *p, size_t n);
+    void append_ref(const iovec &v);
+    std::array<uint8_t, kMaxSegments * kFrameBytes> arena_{};
+    size_t arena_len_ = 0;
     std::array<iovec, kMaxIov> iov_{};
     int nseg_ = 0;
     int niov_ = 0;
@@ -95,9 +97,9 @@ class FpduStream {
     // when output remains (the caller then waits for EPOLLOUT).
     IoStatus pump_tx(StreamHandler &h, bool &blocked);
     bool tx_pending() const { return cur_iov_ < batch_->niov_; }
-    // TCP has segments in flight the peer's kernel has not acknowledged, or is recovering
-    // lost ones: silence from the peer may be the path's, not the peer's.
-    bool retransmitting() const;
+    // The peer's kernel holds everything we sent, or acknowledged something within the last
+    // `recent_ns`: the peer host and the path work, whatever its process is doing.
+    bool peer_kernel_answering(uint64_t recent_ns) const;
     // A protocol error detected on receive (bad header, CRC, or a segment the handler
     // refused), and the TERMINATE that names it.
     bool protocol_error() const { return proto_error_; }

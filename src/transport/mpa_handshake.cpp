@@ -48,7 +48,25 @@ std::shared_ptr<MpaHandshake> MpaHandshake::start_active(UniqueFd fd, std::vecto
         return h;
     }
     eng.schedule(h, deadline_ns);
+    h->send_early();
     return h;
+}
+
+// A connection that is already up (loopback completes inside connect()) takes its request
+// now, from the caller's thread, instead of after a trip through the engine. Only the
+// sending: anything that would finish the handshake (and call `done`, which takes locks the
+// caller may hold) is left to the engine.
+void MpaHandshake::send_early() {
+    if (state_ != State::kConnecting) return;
+    // Not SO_ERROR: reading it clears it, and a refused connection must reach step() intact.
+    sockaddr_storage peer;
+    socklen_t plen = sizeof peer;
+    if (::getpeername(fd_.get(), reinterpret_cast<sockaddr *>(&peer), &plen) != 0) return;
+    state_ = State::kSending;
+    int err = 0;
+    if (!flush_out(err)) return;  // the engine sees the rest (or the error) on its next event
+    state_ = State::kReceiving;
+    ProgressEngine::get().rearm(fd_.get(), shared_from_this(), EPOLLIN | EPOLLRDHUP);
 }
 
 std::shared_ptr<MpaHandshake> MpaHandshake::start_passive(UniqueFd fd, Decide decide,

@@ -62,6 +62,7 @@ class MpaHandshake : public Pollable, public std::enable_shared_from_this<MpaHan
         kFinished
     };
     MpaHandshake(UniqueFd fd, bool active, uint64_t deadline);
+    void send_early();
     void step(std::unique_lock<std::mutex> &lk);
     void finish(std::unique_lock<std::mutex> &lk, int err);
     bool flush_out(int &err);

@@ -17,14 +17,17 @@ namespace softrdma::transport {
 
 // Something the engine can call back: a socket owner, a listener, a timer user.
 class Pollable {
-public:
+  public:
     virtual ~Pollable() = default;
     virtual void on_io(uint32_t epoll_events) = 0;
     virtual void on_timer() {}
 };
 
+// Microseconds the engine polls on after socket activity (SOFTRDMA_ENGINE_SPIN_US).
+inline constexpr uint64_t kDefaultSpinUs = 50;
+
 class ProgressEngine {
-public:
+  public:
     static ProgressEngine &get();
 
     // Registers `fd`; the engine holds only a weak reference, so an owner that dies is
@@ -42,7 +45,7 @@ public:
     ProgressEngine(const ProgressEngine &) = delete;
     ProgressEngine &operator=(const ProgressEngine &) = delete;
 
-private:
+  private:
     struct Timer {
         uint64_t deadline;
         std::weak_ptr<Pollable> owner;

@@ -16,6 +16,8 @@ namespace {
 
 std::mutex g_mu;
 std::vector<std::unique_ptr<Device>> g_devices;
+std::vector<Device *> g_listed;  // what the last scan found, in its order
+bool g_scanned = false;
 
 uint64_t guid_from(const uint8_t mac[6], const std::string &ifname) {
     bool zero = true;
@@ -190,7 +192,17 @@ std::vector<Device *> scan_devices() {
     for (auto &f : found)
         for (auto &d : g_devices)
             if (d->ifname() == f.name && !d->gids().empty()) out.push_back(d.get());
+    g_listed = out;
+    g_scanned = true;
     return out;
+}
+
+std::vector<Device *> known_devices() {
+    {
+        std::lock_guard lk(g_mu);
+        if (g_scanned) return g_listed;
+    }
+    return scan_devices();
 }
 
 }  // namespace softrdma::verbs

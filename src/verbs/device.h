@@ -51,5 +51,8 @@ class Device : public ibv_device {
 // (programs keep ibv_device pointers for their whole life); a vanished interface keeps its
 // device with an empty GID table.
 std::vector<Device *> scan_devices();
+// The devices the last scan found, without asking the kernel again (getifaddrs is a netlink
+// dump of every link and address). The CM's netlink watcher rescans when addresses change.
+std::vector<Device *> known_devices();
 
 }  // namespace softrdma::verbs

@@ -465,10 +465,12 @@ int Qp::post_send(ibv_send_wr *wr, ibv_send_wr **bad) {
             return e;
         }
     }
+    // Sending needs no read first: incoming ACKs are the poller's (or the engine's) to take,
+    // and a recv() that finds nothing would sit on the latency path of every post.
     if (st == IBV_QPS_ERR)
         flush_all(lk);
     else
-        progress(lk);
+        progress(lk, false);
     return 0;
 }
 
@@ -595,15 +597,40 @@ bool Qp::awaiting_peer() const {
     return sq_count_ > 0 && (sq_tx_ > 0 || !stream_ || tx_blocked_);
 }
 
-uint64_t Qp::retry_budget_ns() const {
+uint64_t Qp::retry_budget_ns(bool tcp_recovering) const {
     if (attr_.timeout == 0) return 0;       // 0 = wait forever
     uint64_t t = 4096ull << attr_.timeout;  // 4.096 us * 2^timeout, in ns
-    // Our retransmissions are TCP's, and TCP retransmits no sooner than its minimum RTO. While
-    // it is recovering lost segments, each attempt lasts at least that long, so that loss a
-    // hardware NIC would ride out (one retry every `timeout`) is not reported as a dead peer.
-    // A silent or vanished peer, with the path fine, still gets the hardware budget.
-    if (t < kTcpMinRtoNs && stream_ && stream_->retransmitting()) t = kTcpMinRtoNs;
+    // TCP retransmits no sooner than its minimum RTO: while it is recovering lost segments,
+    // each attempt lasts at least that long.
+    if (tcp_recovering && t < kTcpMinRtoNs) t = kTcpMinRtoNs;
     return t * (uint64_t(attr_.retry_cnt) + 1);
+}
+
+uint64_t Qp::retry_deadline_ns() const {
+    const uint64_t budget = retry_budget_ns(false);
+    if (!budget) return 0;
+    const uint64_t deadline = last_progress_ns_ + budget;
+    return grace_epoch_ == last_progress_ns_ ? std::max(deadline, grace_until_ns_) : deadline;
+}
+
+// The hardware budget ran out. A NIC acknowledges whatever its host's CPU is doing; here the
+// peer's "NIC" is its process, which a loaded machine, a debugger or a sanitizer can hold
+// back. So TCP decides, asked only now (a syscall, never on the data path):
+//  * the peer's kernel answers (holds every byte we sent, or acknowledged something lately):
+//    the peer host and the path work, only its process is slow. Wait another budget, and
+//    send a probe (CONTROL CREDITS, ignored on receipt) so that the next look has fresh news;
+//  * it does not: the path or the host is silent. Our retransmissions are TCP's, so the
+//    deadline moves to TCP's pace (each attempt at least its minimum RTO) and no further.
+bool Qp::grant_retry_grace(uint64_t now) {
+    if (!stream_) return false;
+    grace_epoch_ = last_progress_ns_;
+    if (stream_->peer_kernel_answering(retry_budget_ns(false))) {
+        grace_until_ns_ = now + retry_budget_ns(false);
+        if (ext_) queue_control(wire::ControlType::kCredits, 0, 0);
+        return true;
+    }
+    grace_until_ns_ = last_progress_ns_ + retry_budget_ns(true);
+    return now < grace_until_ns_;
 }
 
 void Qp::progress(Lock &lk, bool rx) {
@@ -757,10 +784,9 @@ void Qp::arm_timer(Lock &) {
     uint64_t when = UINT64_MAX;
     if (rnr_wait_) when = std::min(when, rnr_resume_ns_);
     if (!stream_ && !connecting_ && next_dial_ns_ && i_dial()) when = std::min(when, next_dial_ns_);
-    const bool outstanding = awaiting_peer();
-    const uint64_t budget = retry_budget_ns();
-    if (outstanding && budget && !rnr_wait_ && qp_base.qp_type == IBV_QPT_RC)
-        when = std::min(when, last_progress_ns_ + budget);
+    if (!rnr_wait_ && qp_base.qp_type == IBV_QPT_RC && awaiting_peer()) {
+        if (const uint64_t deadline = retry_deadline_ns()) when = std::min(when, deadline);
+    }
     if (when != UINT64_MAX) arm_timer_at(when);
 }
 
@@ -792,10 +818,9 @@ void Qp::on_timer() {
         send_resync_ = true;
         last_progress_ns_ = now;
     }
-    const uint64_t budget = retry_budget_ns();
-    const bool outstanding = awaiting_peer();
-    if (outstanding && budget && !rnr_wait_ && qp_base.qp_type == IBV_QPT_RC &&
-        now >= last_progress_ns_ + budget && qp_base.state != IBV_QPS_ERR) {
+    const uint64_t deadline = retry_deadline_ns();
+    if (deadline && now >= deadline && awaiting_peer() && !rnr_wait_ &&
+        qp_base.qp_type == IBV_QPT_RC && qp_base.state != IBV_QPS_ERR && !grant_retry_grace(now)) {
         // Nothing acknowledged within timeout * (retry_cnt + 1): the peer is gone.
         for (uint32_t i = 0; i < sq_count_; ++i) {
             SendWqe &w = sq_[sq_slot(*this, i)];

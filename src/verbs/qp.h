@@ -173,7 +173,9 @@ class Qp : public ibv_qp_ex,
     bool poller_active() const;
     void update_interest(Lock &lk);
     void drive_from_engine();
-    uint64_t retry_budget_ns() const;
+    uint64_t retry_budget_ns(bool tcp_recovering) const;
+    uint64_t retry_deadline_ns() const;
+    bool grant_retry_grace(uint64_t now);
     bool awaiting_peer() const;
 
     // qp_connect.cpp
@@ -303,8 +305,10 @@ class Qp : public ibv_qp_ex,
     uint32_t next_seq_ = 1;  // sequence number of the next request message
     uint32_t send_msn_ = 1, read_msn_ = 1, atomic_msn_ = 1;
     uint32_t acked_seq_ = 0;
-    uint32_t rd_outstanding_ = 0;          // READs + atomics in flight
-    uint64_t last_progress_ns_ = 0;        // last ACK/response while requests were outstanding
+    uint32_t rd_outstanding_ = 0;        // READs + atomics in flight
+    uint64_t last_progress_ns_ = 0;      // last ACK/response while requests were outstanding
+    uint64_t grace_epoch_ = UINT64_MAX;  // the last_progress_ns_ grace_until_ns_ is for
+    uint64_t grace_until_ns_ = 0;
     std::atomic<uint64_t> timer_at_{0};    // deadline of the engine timer we have pending
     std::atomic<uint32_t> armed_mask_{0};  // epoll events the engine is watching for us
     static constexpr uint64_t kPollerWindowNs = 1'000'000;

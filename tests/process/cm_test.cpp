@@ -189,6 +189,59 @@ TEST(Cm, NothingListensRejectedWithInvalidServiceId) {
     EXPECT_PAIR_OK(run_pair(client, [](Oob &) { return 0; }));
 }
 
+// The connect goes out before anything listens (perftest -R re-creates its listener between
+// connections): the refused attempts are retried quietly and the connection is made once the
+// listener appears, well before the CM timeout.
+TEST(Cm, ListenerAppearingAfterTheConnectIsFound) {
+    auto server = [](Oob &oob) {
+        rdma_event_channel *ch = rdma_create_event_channel();
+        // Pick a free port, tell the client, and only listen on it 200 ms after its connect.
+        rdma_cm_id *l;
+        PCHECK(rdma_create_id(ch, &l, nullptr, RDMA_PS_TCP) == 0);
+        sockaddr_in a = loopback(0);
+        PCHECK(rdma_bind_addr(l, reinterpret_cast<sockaddr *>(&a)) == 0);
+        oob.put<uint16_t>(ntohs(rdma_get_src_port(l)));
+        (void)oob.get<char>();  // the client has called rdma_connect
+        usleep(200000);
+        PCHECK(rdma_listen(l, 4) == 0);
+        rdma_cm_event *ev = wait_event(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+        rdma_cm_id *c = ev->id;
+        rdma_ack_cm_event(ev);
+        ibv_qp_init_attr qa = qp_attr();
+        PCHECK(rdma_create_qp(c, nullptr, &qa) == 0);
+        PCHECK(rdma_accept(c, nullptr) == 0);
+        rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_ESTABLISHED));
+        rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_DISCONNECTED));
+        rdma_destroy_qp(c);
+        PCHECK(rdma_destroy_id(c) == 0);
+        PCHECK(rdma_destroy_id(l) == 0);
+        rdma_destroy_event_channel(ch);
+        return 0;
+    };
+    auto client = [](Oob &oob) {
+        rdma_event_channel *ch = rdma_create_event_channel();
+        rdma_cm_id *id = resolved_id(ch, oob.get<uint16_t>());
+        ibv_qp_init_attr qa = qp_attr();
+        PCHECK(rdma_create_qp(id, nullptr, &qa) == 0);
+        const uint64_t t0 = now_ms();
+        PCHECK(rdma_connect(id, nullptr) == 0);
+        oob.put<char>('c');
+        rdma_cm_event *ev = next_event(ch, 5000);
+        PCHECK(ev != nullptr);
+        PCHECK_EQ(ev->event, RDMA_CM_EVENT_ESTABLISHED);
+        rdma_ack_cm_event(ev);
+        const uint64_t dt = now_ms() - t0;
+        PCHECK(dt >= 150 && dt < 1000);
+        PCHECK(rdma_disconnect(id) == 0);
+        rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_DISCONNECTED));
+        rdma_destroy_qp(id);
+        PCHECK(rdma_destroy_id(id) == 0);
+        rdma_destroy_event_channel(ch);
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(server, client));
+}
+
 // The peer process dies: the survivor sees DISCONNECTED within 2 s.
 TEST(Cm, KilledPeerDisconnects) {
     auto survivor = [](Oob &oob) {
