@@ -154,19 +154,20 @@ void Listener::on_io(uint32_t) {
     auto lid = id_.lock();
     if (!lid) return;
     for (;;) {
-        int lfd;
+        UniqueFd c;
         {
+            // The (non-blocking) accept happens under the lock: rdma_destroy_id closes the
+            // socket under it, so that the port is free when it returns.
             std::lock_guard lk(lid->mu);
             if (lid->state != State::kListen || !lid->sock) return;
             // Backlog: beyond it, requests wait in the kernel's queue until the
             // application answers earlier ones (rearmed from accept/reject/destroy).
             if (lid->pending_requests >= lid->backlog) return;
-            lfd = lid->sock.get();
-        }
-        UniqueFd c(::accept4(lfd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
-        if (!c) {
-            rearm(lfd);
-            return;
+            c.reset(::accept4(lid->sock.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+            if (!c) {
+                rearm(lid->sock.get());
+                return;
+            }
         }
         transport::tune_stream_socket(c.get());
         on_request(lid, std::move(c));
@@ -585,7 +586,7 @@ int disconnect(rdma_cm_id *raw) {
     return id.sync ? id.complete_sync() : 0;
 }
 
-// Completes an active connection for a QP the application drives itself (after
+// Completes an active connection for a QP the application drives itself, or for none (after
 // CONNECT_RESPONSE). Synchronous: rdma-core generates no event for it, and refuses ids whose
 // QP the CM made.
 int establish(rdma_cm_id *raw) {
@@ -595,7 +596,12 @@ int establish(rdma_cm_id *raw) {
     CM_LOG("establish %p", static_cast<void *>(raw));
     if (id.qp || id.state != State::kConnect || !id.parked_fd || id.passive) return fail(EINVAL);
     ibv_qp *q = id.conn_qp();
-    if (!q) return fail(EINVAL);
+    if (!q) {
+        // No QP at all (the CM used for the handshake only): rdma-core accepts this and only
+        // tells the passive side, whose ESTABLISHED needed no RTU here.
+        id.established = true;
+        return 0;
+    }
     auto *qp = verbs::Qp::from(q);
     qp->set_cm_managed(disconnect_hook(id));
     if (qp->attach_cm_stream(std::move(id.parked_fd), id.peer_frame) != 0) return fail(EINVAL);

@@ -368,6 +368,10 @@ int destroy_id(rdma_cm_id *raw) {
         release_listener(*id);
         abort_connection(*id);
         leave_all_multicast(*id);
+        // The port is free when rdma_destroy_id returns, as in the kernel, even while an
+        // engine callback still holds the object: a listening socket left open would make
+        // the next bind of the port fail (perftest -R binds its port again at once).
+        id->sock.reset();
         // Every event handed to the application must be acked first (rdma_get_cm_event(3)).
         id->cv.wait(lk, [&] { return id->events_acked >= id->events_reported; });
     }

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 #include "process/cm_helpers.h"
 #include "process/harness.h"
@@ -187,6 +188,71 @@ TEST(Cm, NothingListensRejectedWithInvalidServiceId) {
         return 0;
     };
     EXPECT_PAIR_OK(run_pair(client, [](Oob &) { return 0; }));
+}
+
+// rdma_destroy_id frees the listener's port before it returns, as the kernel's does: perftest -R
+// accepts its control connection, destroys that listener and at once binds the same port
+// again for its data connections, while the accepted connection lives on. Each round also
+// checks at the kernel's level that nothing listens on the port any more.
+TEST(Cm, DestroyedListenerFreesItsPortAtOnce) {
+    constexpr int kRounds = 40;
+    auto server = [](Oob &oob) {
+        rdma_event_channel *ch = rdma_create_event_channel();
+        rdma_cm_id *l = listen_any(ch, oob);
+        const sockaddr_in a = loopback(ntohs(rdma_get_src_port(l)));
+        std::vector<rdma_cm_id *> kept;
+        for (int r = 0; r < kRounds; ++r) {
+            rdma_cm_event *ev = wait_event(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+            rdma_cm_id *c = ev->id;
+            rdma_ack_cm_event(ev);
+            PCHECK(rdma_accept(c, nullptr) == 0);
+            rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_ESTABLISHED));
+            kept.push_back(c);
+            PCHECK(rdma_destroy_id(l) == 0);
+            // A plain socket may listen on the port now: no listening socket is left behind.
+            const int s = socket(AF_INET, SOCK_STREAM, 0);
+            const int one = 1;
+            PCHECK(setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) == 0);
+            PCHECK(bind(s, reinterpret_cast<const sockaddr *>(&a), sizeof a) == 0);
+            PCHECK(::listen(s, 1) == 0);
+            close(s);
+            PCHECK(rdma_create_id(ch, &l, nullptr, RDMA_PS_TCP) == 0);
+            PCHECK(rdma_bind_addr(l, reinterpret_cast<sockaddr *>(const_cast<sockaddr_in *>(&a))) ==
+                   0);
+            PCHECK(rdma_listen(l, 4) == 0);
+            oob.put<char>('l');  // listening again
+        }
+        oob.barrier();
+        for (rdma_cm_id *c : kept) {
+            rdma_disconnect(c);
+            PCHECK(rdma_destroy_id(c) == 0);
+        }
+        PCHECK(rdma_destroy_id(l) == 0);
+        rdma_destroy_event_channel(ch);
+        return 0;
+    };
+    auto client = [](Oob &oob) {
+        rdma_event_channel *ch = rdma_create_event_channel();
+        const uint16_t port = oob.get<uint16_t>();
+        std::vector<rdma_cm_id *> ids;
+        for (int r = 0; r < kRounds; ++r) {
+            rdma_cm_id *id = resolved_id(ch, port);
+            PCHECK(rdma_connect(id, nullptr) == 0);
+            // No QP: the application establishes the connection itself.
+            rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_CONNECT_RESPONSE));
+            PCHECK(rdma_establish(id) == 0);
+            ids.push_back(id);
+            PCHECK(oob.get<char>() == 'l');
+        }
+        oob.barrier();
+        for (rdma_cm_id *id : ids) {
+            rdma_disconnect(id);
+            PCHECK(rdma_destroy_id(id) == 0);
+        }
+        rdma_destroy_event_channel(ch);
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(server, client));
 }
 
 // The connect goes out before anything listens (perftest -R re-creates its listener between

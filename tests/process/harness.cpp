@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -289,7 +290,12 @@ bool Endpoint::quiet_for(int ms) {
     ibv_wc wc;
     while (now_ms() < deadline) {
         const int n = ibv_poll_cq(cq, 1, &wc);
-        if (n != 0) return false;
+        if (n != 0) {
+            std::fprintf(stderr, "[pid %d] not quiet: poll returned %d, wr_id %llu status %s\n",
+                         int(getpid()), n, static_cast<unsigned long long>(wc.wr_id),
+                         n > 0 ? ibv_wc_status_str(wc.status) : "-");
+            return false;
+        }
         usleep(200);
     }
     return true;

@@ -6,6 +6,9 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
 
 #include "process/harness.h"
 
@@ -230,6 +233,22 @@ TEST(RcErrors, PeerKilled) {
     EXPECT_EQ(r.status_b, 128 + SIGKILL);
 }
 
+// True once /proc says `pid` is stopped (state T), false after `ms` milliseconds.
+static bool wait_stopped(pid_t pid, int ms) {
+    const uint64_t deadline = now_ms() + uint64_t(ms);
+    const std::string path = "/proc/" + std::to_string(pid) + "/stat";
+    while (now_ms() < deadline) {
+        std::ifstream f(path);
+        std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+        // "pid (comm) S ...": the state follows the last ')', as comm may hold one.
+        const size_t close = stat.rfind(')');
+        if (close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'T')
+            return true;
+        usleep(1000);
+    }
+    return false;
+}
+
 // The peer process is stopped (SIGSTOP, a debugger, a starved machine) for six times the
 // retry budget, but its kernel still takes our bytes. A NIC would have acknowledged the WRITE
 // whatever its host's CPU was doing, so the connection is not declared dead: the WRITE
@@ -241,8 +260,9 @@ TEST(RcErrors, StoppedPeerIsNotDead) {
         o.retry_cnt = 2;  // a 50 ms budget
         Endpoint ep(o);
         ep.exchange_and_connect(oob);
-        (void)oob.get<char>();  // the peer is about to stop
-        usleep(50000);
+        // Post only once the peer is really stopped: a peer still running (a loaded machine
+        // is slow to fork the helper) would rightly complete the WRITE at once.
+        PCHECK(wait_stopped(oob.get<pid_t>(), 5000));
         for (int i = 0; i < 64; ++i) ep.buf[i] = uint8_t(0xa0 + i);
         const uint64_t t0 = now_ms();
         PCHECK(ep.post(IBV_WR_RDMA_WRITE, 1, 0, 64, 0) == 0);
@@ -259,7 +279,7 @@ TEST(RcErrors, StoppedPeerIsNotDead) {
         Endpoint ep;
         std::memset(ep.buf, 0, 64);
         ep.exchange_and_connect(oob);
-        oob.put<char>('s');
+        oob.put<pid_t>(getpid());
         // Stop the whole process (engine thread included); a helper continues it on request.
         const pid_t self = getpid();
         const pid_t helper = fork();

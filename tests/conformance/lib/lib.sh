@@ -39,6 +39,13 @@ dump_file() { # <label> <file>
     printf -- '----- end %s -----\n' "$1"
 }
 
+# The last <n> lines of a file, as dump_file prints a whole one.
+dump_tail() { # <label> <file> <n>
+    printf -- '----- %s, last %s lines (%s) -----\n' "$1" "$3" "$2"
+    if [[ -s $2 ]]; then tail -n "$3" "$2" | sed 's/^/    | /'; else printf '    | <empty>\n'; fi
+    printf -- '----- end %s -----\n' "$1"
+}
+
 # Seconds left of the script's budget (may be <= 0).
 budget_left() { echo $((CONF_BUDGET - (SECONDS - CONF_START))); }
 
@@ -387,7 +394,11 @@ perftest_pair() {
             note "$name: perftest could not calibrate its cycle counter on this busy machine; running it again"
             continue
         fi
-        fail "$name: server $(describe_rc "$PAIR_SERVER_RC" 0), client $(describe_rc "$PAIR_CLIENT_RC" 0) (outputs above)"
+        # The outputs were printed above as an expected failure; their last lines follow the
+        # FAIL line too, so that an excerpt starting at the FAIL still says why.
+        fail "$name: server $(describe_rc "$PAIR_SERVER_RC" 0), client $(describe_rc "$PAIR_CLIENT_RC" 0)"
+        dump_tail "$name server" "$PAIR_SERVER_OUT" 12
+        dump_tail "$name client" "$PAIR_CLIENT_OUT" 12
         return 1
     done
 }
