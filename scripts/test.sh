@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Every test: unit, API, two-process, load, ABI (layout/exports/ldd), Debian's unmodified RDMA
-# programs on our libraries and the namespace tests; then the unit/API/process tests and all
-# of Debian's programs again under ASan+UBSan, the API/process tests under TSan, and every wire
-# decoder under libFuzzer (10 s each).
+# programs on our libraries and the namespace tests; then all of them but the ABI checks again
+# under ASan+UBSan, the API/process tests under TSan, and every wire decoder under libFuzzer
+# (10 s each).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh test
@@ -18,7 +18,7 @@ if [ "${SOFTRDMA_SKIP_SANITIZERS:-0}" != 1 ]; then
     cmake --build build-asan -j"$jobs"
     (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
         UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-        ctest --output-on-failure -j1 -L 'unit|api|process' --timeout 600)
+        ctest --output-on-failure -j1 -L 'unit|api|process|load' --timeout 600)
     # Debian's programs on the sanitized libraries: the runtime must be preloaded, as the
     # programs themselves are not instrumented (leak checking would flag every shell tool).
     # The preload reaches the harness's own tools too, so it must not run any that hang
@@ -26,6 +26,11 @@ if [ "${SOFTRDMA_SKIP_SANITIZERS:-0}" != 1 ]; then
     (cd build-asan && LD_PRELOAD=$(gcc -print-file-name=libasan.so) \
         ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
         ctest --output-on-failure -j1 -L conformance --timeout 600)
+    # The namespace tests too: the preload goes only to what runs inside the namespaces (the
+    # test's own ip/nft/tc stay as they are).
+    (cd build-asan && SR_NETNS_PRELOAD=$(gcc -print-file-name=libasan.so) \
+        ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+        ctest --output-on-failure -j1 -L netns --timeout 900)
     # The progress engine and the application threads race by design: TSan checks the locking.
     cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DSANITIZE=thread -DBUILD_TESTING=ON >/dev/null
     cmake --build build-tsan -j"$jobs" --target sr_api_tests sr_process_tests

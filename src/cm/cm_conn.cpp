@@ -586,7 +586,7 @@ int disconnect(rdma_cm_id *raw) {
     return id.sync ? id.complete_sync() : 0;
 }
 
-// Completes an active connection for a QP the application drives itself, or for none (after
+// Completes an active connection for a QP the application drives itself (after
 // CONNECT_RESPONSE). Synchronous: rdma-core generates no event for it, and refuses ids whose
 // QP the CM made.
 int establish(rdma_cm_id *raw) {
@@ -596,12 +596,7 @@ int establish(rdma_cm_id *raw) {
     CM_LOG("establish %p", static_cast<void *>(raw));
     if (id.qp || id.state != State::kConnect || !id.parked_fd || id.passive) return fail(EINVAL);
     ibv_qp *q = id.conn_qp();
-    if (!q) {
-        // No QP at all (the CM used for the handshake only): rdma-core accepts this and only
-        // tells the passive side, whose ESTABLISHED needed no RTU here.
-        id.established = true;
-        return 0;
-    }
+    if (!q) return fail(EINVAL);
     auto *qp = verbs::Qp::from(q);
     qp->set_cm_managed(disconnect_hook(id));
     if (qp->attach_cm_stream(std::move(id.parked_fd), id.peer_frame) != 0) return fail(EINVAL);

@@ -205,6 +205,8 @@ TEST(Cm, DestroyedListenerFreesItsPortAtOnce) {
             rdma_cm_event *ev = wait_event(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
             rdma_cm_id *c = ev->id;
             rdma_ack_cm_event(ev);
+            ibv_qp_init_attr qa = qp_attr();
+            PCHECK(rdma_create_qp(c, nullptr, &qa) == 0);
             PCHECK(rdma_accept(c, nullptr) == 0);
             rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_ESTABLISHED));
             kept.push_back(c);
@@ -225,6 +227,7 @@ TEST(Cm, DestroyedListenerFreesItsPortAtOnce) {
         oob.barrier();
         for (rdma_cm_id *c : kept) {
             rdma_disconnect(c);
+            rdma_destroy_qp(c);
             PCHECK(rdma_destroy_id(c) == 0);
         }
         PCHECK(rdma_destroy_id(l) == 0);
@@ -237,16 +240,17 @@ TEST(Cm, DestroyedListenerFreesItsPortAtOnce) {
         std::vector<rdma_cm_id *> ids;
         for (int r = 0; r < kRounds; ++r) {
             rdma_cm_id *id = resolved_id(ch, port);
+            ibv_qp_init_attr qa = qp_attr();
+            PCHECK(rdma_create_qp(id, nullptr, &qa) == 0);
             PCHECK(rdma_connect(id, nullptr) == 0);
-            // No QP: the application establishes the connection itself.
-            rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_CONNECT_RESPONSE));
-            PCHECK(rdma_establish(id) == 0);
+            rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_ESTABLISHED));
             ids.push_back(id);
             PCHECK(oob.get<char>() == 'l');
         }
         oob.barrier();
         for (rdma_cm_id *id : ids) {
             rdma_disconnect(id);
+            rdma_destroy_qp(id);
             PCHECK(rdma_destroy_id(id) == 0);
         }
         rdma_destroy_event_channel(ch);

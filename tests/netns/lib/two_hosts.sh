@@ -47,7 +47,13 @@ two_hosts_up() {
     ip -n "$nsb" link set "$vethb" up
 }
 
-in_ns() { local ns=$1; shift; ip netns exec "$ns" env LD_LIBRARY_PATH="$libdir" "$@"; }
+# SR_NETNS_PRELOAD (the sanitizer run sets it to the ASan runtime) is preloaded into what runs
+# there: Debian's programs are not instrumented, our libraries under them are.
+in_ns() {
+    local ns=$1
+    shift
+    ip netns exec "$ns" env LD_LIBRARY_PATH="$libdir" ${SR_NETNS_PRELOAD:+LD_PRELOAD="$SR_NETNS_PRELOAD"} "$@"
+}
 
 # Prints the output of a failed step, indented.
 show() { sed "s/^/  $1| /" "$2"; }
