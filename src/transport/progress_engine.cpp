@@ -5,6 +5,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -104,15 +105,33 @@ void ProgressEngine::wake() {
     [[maybe_unused]] ssize_t r = ::write(wakefd_.get(), &one, sizeof one);
 }
 
-int ProgressEngine::next_timeout_ms() {
+int64_t ProgressEngine::next_timeout_ns() {
     std::lock_guard lk(mu_);
     if (!tasks_.empty()) return 0;
     if (timers_.empty()) return -1;
     const uint64_t now = now_ns();
     const uint64_t d = timers_.top().deadline;
     if (d <= now) return 0;
-    const uint64_t ms = (d - now + 999999) / 1000000;
-    return ms > INT_MAX ? INT_MAX : int(ms);
+    return int64_t(std::min<uint64_t>(d - now, uint64_t(INT64_MAX)));
+}
+
+// Waits for events until `timeout_ns` (-1: no limit). Timers need microseconds (a send held
+// back for batching leaves within tens of them), finer than epoll_wait's milliseconds:
+// epoll_pwait2 where the kernel has it (5.11), else epoll_wait rounded up.
+int ProgressEngine::wait(epoll_event *events, int max, int64_t timeout_ns) {
+    if (have_pwait2_) {
+        timespec ts{};
+        if (timeout_ns >= 0) {
+            ts.tv_sec = time_t(timeout_ns / 1'000'000'000);
+            ts.tv_nsec = long(timeout_ns % 1'000'000'000);
+        }
+        const int n = epoll_pwait2(epfd_.get(), events, max, timeout_ns < 0 ? nullptr : &ts,
+                                   nullptr);
+        if (n >= 0 || errno != ENOSYS) return n;
+        have_pwait2_ = false;
+    }
+    const int64_t ms = timeout_ns < 0 ? -1 : (timeout_ns + 999'999) / 1'000'000;
+    return epoll_wait(epfd_.get(), events, max, ms > INT_MAX ? INT_MAX : int(ms));
 }
 
 void ProgressEngine::fire_due_timers() {
@@ -148,7 +167,7 @@ void ProgressEngine::run() {
     epoll_event events[64];
     for (;;) {
         const bool spinning = spin_ns && now_ns() < spin_until;
-        const int n = epoll_wait(epfd_.get(), events, 64, spinning ? 0 : next_timeout_ms());
+        const int n = wait(events, 64, spinning ? 0 : next_timeout_ns());
         {
             std::lock_guard lk(mu_);
             if (stop_) return;

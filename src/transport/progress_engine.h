@@ -2,6 +2,8 @@
 // operations and connection setup moving while the application is not in the library.
 // Application threads that poll CQs drive their own QPs; this thread is the fallback.
 #pragma once
+#include <sys/epoll.h>
+
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -53,7 +55,8 @@ class ProgressEngine {
     };
     void run();
     void wake();
-    int next_timeout_ms();
+    int64_t next_timeout_ns();
+    int wait(epoll_event *events, int max, int64_t timeout_ns);
     void fire_due_timers();
     void run_tasks();
 
@@ -65,6 +68,7 @@ class ProgressEngine {
     std::vector<std::function<void()>> tasks_;
     std::thread thread_;
     bool stop_ = false;
+    bool have_pwait2_ = true;  // engine thread only
 };
 
 }  // namespace softrdma::transport

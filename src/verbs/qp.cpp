@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "common/clock.h"
@@ -49,6 +50,15 @@ ibv_wc_opcode wc_opcode_for(ibv_wr_opcode op) {
 
 bool is_atomic(ibv_wr_opcode op) {
     return op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+// SOFTRDMA_TX_BATCH=0 turns doorbell batching (Qp::defer_send) off.
+bool tx_batching() {
+    static const bool on = [] {
+        const char *v = std::getenv("SOFTRDMA_TX_BATCH");
+        return !(v && std::strcmp(v, "0") == 0);
+    }();
+    return on;
 }
 
 }  // namespace
@@ -469,9 +479,27 @@ int Qp::post_send(ibv_send_wr *wr, ibv_send_wr **bad) {
     // and a recv() that finds nothing would sit on the latency path of every post.
     if (st == IBV_QPS_ERR)
         flush_all(lk);
-    else
+    else if (!defer_send(lk))
         progress(lk, false);
     return 0;
+}
+
+// Doorbell batching. On loopback a send() costs several microseconds (the kernel runs the
+// receiver's TCP path inside it), so a stream of small messages is bound by syscalls, one
+// each. While an application thread polls this QP's CQs and a pipeline of work is already on
+// the wire, a small work request waits for the next ones and leaves with them in one sendmsg:
+// at the next poll that finds nothing, when kBatchMaxWrs are waiting, or after kBatchFlushNs
+// (the engine's timer), whichever comes first. A lone request (ping-pong, the head of a burst)
+// leaves at once, so latency is untouched.
+bool Qp::defer_send(Lock &) {
+    if (!tx_batching() || qp_base.state != IBV_QPS_RTS || !stream_ || tx_blocked_ || rnr_wait_)
+        return false;
+    const uint32_t waiting = sq_count_ - sq_tx_;  // this request included
+    if (sq_tx_ < kBatchMinInFlight || waiting >= kBatchMaxWrs) return false;
+    if (sq_[sq_slot(*this, sq_count_ - 1)].total_len > kBatchMaxBytes) return false;
+    if (!poller_active()) return false;
+    if (waiting == 1) arm_timer_at(now_ns() + kBatchFlushNs);
+    return true;
 }
 
 int Qp::post_recv(ibv_recv_wr *wr, ibv_recv_wr **bad) {

@@ -307,6 +307,50 @@ TEST(RcOps, UnsignaledAndSigAll) {
 }
 
 // IB ordering: a SEND that follows WRITEs is delivered after their data is visible.
+// Doorbell batching holds small sends posted behind a pipeline of unacknowledged ones, to leave
+// together. A sender that posts a burst and then stops calling into the library (computing,
+// or blocked elsewhere) must still get every message out, in order and intact: the held ones
+// leave on the engine's timer, not at the next poll.
+TEST(RcOps, BatchedSendsLeaveWithoutAnotherPoll) {
+    constexpr int kMsgs = 45;  // 4 go at once, then two full batches of 16 and 9 left over
+    constexpr uint32_t kLen = 64;
+    auto sender = [](Oob &oob) {
+        Endpoint ep;
+        ep.exchange_and_connect(oob);
+        for (int i = 0; i < kMsgs; ++i) std::memset(ep.buf + i * kLen, 0x40 + i, kLen);
+        oob.barrier();  // the receives are posted
+        ibv_wc wc;
+        PCHECK(ibv_poll_cq(ep.cq, 1, &wc) == 0);  // a poller: batching applies
+        for (int i = 0; i < kMsgs - 1; ++i)
+            PCHECK(ep.post(IBV_WR_SEND, uint64_t(i), size_t(i) * kLen, kLen, 0, 0) == 0);
+        PCHECK(ep.post(IBV_WR_SEND, kMsgs - 1, size_t(kMsgs - 1) * kLen, kLen) == 0);
+        // No poll until the receiver has everything (Oob::get blocks outside the library).
+        PCHECK(oob.get<char>() == 'r');
+        wc = ep.wait_wc();
+        PCHECK_EQ(wc.status, IBV_WC_SUCCESS);
+        PCHECK_EQ(wc.wr_id, uint64_t(kMsgs - 1));
+        oob.barrier();
+        return 0;
+    };
+    auto receiver = [](Oob &oob) {
+        Endpoint ep;
+        ep.exchange_and_connect(oob);
+        for (int i = 0; i < kMsgs; ++i) ep.post_recv(uint64_t(i), size_t(i) * kLen, kLen);
+        oob.barrier();
+        for (int i = 0; i < kMsgs; ++i) {
+            const ibv_wc wc = ep.wait_wc(10000);
+            PCHECK_EQ(wc.status, IBV_WC_SUCCESS);
+            PCHECK_EQ(wc.wr_id, uint64_t(i));
+            PCHECK_EQ(wc.byte_len, kLen);
+            for (uint32_t b = 0; b < kLen; ++b) PCHECK_EQ(ep.buf[i * kLen + b], uint8_t(0x40 + i));
+        }
+        oob.put<char>('r');
+        oob.barrier();
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(sender, receiver));
+}
+
 TEST(RcOps, WritesVisibleBeforeLaterSend) {
     auto sender = [](Oob &oob) {
         Endpoint ep;
