@@ -125,8 +125,8 @@ int ProgressEngine::wait(epoll_event *events, int max, int64_t timeout_ns) {
             ts.tv_sec = time_t(timeout_ns / 1'000'000'000);
             ts.tv_nsec = long(timeout_ns % 1'000'000'000);
         }
-        const int n = epoll_pwait2(epfd_.get(), events, max, timeout_ns < 0 ? nullptr : &ts,
-                                   nullptr);
+        const int n =
+            epoll_pwait2(epfd_.get(), events, max, timeout_ns < 0 ? nullptr : &ts, nullptr);
         if (n >= 0 || errno != ENOSYS) return n;
         have_pwait2_ = false;
     }

@@ -25,7 +25,6 @@ bool check(const uint8_t *p, size_t n, uint32_t seed) {
     return true;
 }
 
-
 }  // namespace
 
 TEST(RcOps, SendRecvManySizes) {
@@ -72,7 +71,8 @@ TEST(RcOps, SendWithImmAndInv) {
         Endpoint ep;
         ep.exchange_and_connect(oob);
         std::memcpy(ep.buf, "imm!", 4);
-        PCHECK(ep.post(IBV_WR_SEND_WITH_IMM, 1, 0, 4, 0, IBV_SEND_SIGNALED, htonl(0xdeadbeef)) == 0);
+        PCHECK(ep.post(IBV_WR_SEND_WITH_IMM, 1, 0, 4, 0, IBV_SEND_SIGNALED, htonl(0xdeadbeef)) ==
+               0);
         PCHECK_EQ(ep.wait_wc().status, IBV_WC_SUCCESS);
         PCHECK(ep.post(IBV_WR_SEND_WITH_INV, 2, 0, 4, 0, IBV_SEND_SIGNALED, 0x1234) == 0);
         PCHECK_EQ(ep.wait_wc().status, IBV_WC_SUCCESS);
@@ -274,7 +274,8 @@ TEST(RcOps, UnsignaledAndSigAll) {
         {
             Endpoint ep;  // sq_sig_all = 0: only the signalled WR completes
             ep.exchange_and_connect(oob);
-            for (int i = 0; i < 9; ++i) PCHECK(ep.post(IBV_WR_RDMA_WRITE, 10 + i, 0, 64, 0, 0) == 0);
+            for (int i = 0; i < 9; ++i)
+                PCHECK(ep.post(IBV_WR_RDMA_WRITE, 10 + i, 0, 64, 0, 0) == 0);
             PCHECK(ep.post(IBV_WR_RDMA_WRITE, 99, 0, 64, 0) == 0);
             ibv_wc wc = ep.wait_wc();
             PCHECK_EQ(wc.wr_id, 99u);
@@ -286,7 +287,8 @@ TEST(RcOps, UnsignaledAndSigAll) {
             o.sig_all = true;
             Endpoint ep(o);
             ep.exchange_and_connect(oob);
-            for (int i = 0; i < 5; ++i) PCHECK(ep.post(IBV_WR_RDMA_WRITE, 20 + i, 0, 64, 0, 0) == 0);
+            for (int i = 0; i < 5; ++i)
+                PCHECK(ep.post(IBV_WR_RDMA_WRITE, 20 + i, 0, 64, 0, 0) == 0);
             for (int i = 0; i < 5; ++i) PCHECK_EQ(ep.wait_wc().wr_id, uint64_t(20 + i));
             oob.barrier();
         }
@@ -385,8 +387,8 @@ TEST(RcOps, ManyReadsWithSmallInitiatorDepth) {
         Endpoint ep(o);
         ep.exchange_and_connect(oob);
         for (int i = 0; i < 32; ++i)
-            PCHECK(ep.post(IBV_WR_RDMA_READ, uint64_t(i), size_t(i) * 4096, 4096, size_t(i) * 4096) ==
-                   0);
+            PCHECK(ep.post(IBV_WR_RDMA_READ, uint64_t(i), size_t(i) * 4096, 4096,
+                           size_t(i) * 4096) == 0);
         for (int i = 0; i < 32; ++i) {
             ibv_wc wc = ep.wait_wc();
             PCHECK_EQ(wc.status, IBV_WC_SUCCESS);
