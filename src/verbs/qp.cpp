@@ -487,7 +487,7 @@ int Qp::post_send(ibv_send_wr *wr, ibv_send_wr **bad) {
 // Doorbell batching. On loopback a send() costs several microseconds (the kernel runs the
 // receiver's TCP path inside it), so a stream of small messages is bound by syscalls, one
 // each. While an application thread polls this QP's CQs and a pipeline of work is already on
-// the wire, a small work request waits for the next ones and leaves with them in one sendmsg:
+// the wire, work requests wait (up to kBatchMaxBytes in all) and leave together in one sendmsg:
 // at the next poll that finds nothing, when kBatchMaxWrs are waiting, or after kBatchFlushNs
 // (the engine's timer), whichever comes first. A lone request (ping-pong, the head of a burst)
 // leaves at once, so latency is untouched.
@@ -496,7 +496,9 @@ bool Qp::defer_send(Lock &) {
         return false;
     const uint32_t waiting = sq_count_ - sq_tx_;  // this request included
     if (sq_tx_ < kBatchMinInFlight || waiting >= kBatchMaxWrs) return false;
-    if (sq_[sq_slot(*this, sq_count_ - 1)].total_len > kBatchMaxBytes) return false;
+    uint64_t bytes = 0;
+    for (uint32_t i = sq_tx_; i < sq_count_; ++i) bytes += sq_[sq_slot(*this, i)].total_len;
+    if (bytes > kBatchMaxBytes) return false;
     if (!poller_active()) return false;
     if (waiting == 1) arm_timer_at(now_ns() + kBatchFlushNs);
     return true;

@@ -313,11 +313,12 @@ class Qp : public ibv_qp_ex,
     std::atomic<uint64_t> timer_at_{0};    // deadline of the engine timer we have pending
     std::atomic<uint32_t> armed_mask_{0};  // epoll events the engine is watching for us
     static constexpr uint64_t kPollerWindowNs = 1'000'000;
-    // Doorbell batching (defer_send): a request of at most kBatchMaxBytes posted behind at
-    // least kBatchMinInFlight unacknowledged ones waits up to kBatchFlushNs for company.
+    // Doorbell batching (defer_send): requests posted behind at least kBatchMinInFlight
+    // unacknowledged ones wait, up to kBatchMaxWrs of them and kBatchMaxBytes in all, for
+    // at most kBatchFlushNs.
     static constexpr uint32_t kBatchMinInFlight = 4;
     static constexpr uint32_t kBatchMaxWrs = 16;
-    static constexpr uint64_t kBatchMaxBytes = 4096;
+    static constexpr uint64_t kBatchMaxBytes = 64 * 1024;
     static constexpr uint64_t kBatchFlushNs = 30'000;
     // Linux's TCP_RTO_MIN: the soonest TCP retransmits a lost segment.
     static constexpr uint64_t kTcpMinRtoNs = 200'000'000;
