@@ -537,8 +537,10 @@ void release_held_reply(CmId &id, std::unique_lock<std::mutex> &lk) {
     lk.unlock();
     if (!hs || !hs->respond(std::move(reply), true)) {
         lk.lock();
-        if (id.state == State::kConnect && !id.established)
+        if (id.state == State::kConnect && !id.established) {
             id.post_event(RDMA_CM_EVENT_CONNECT_ERROR, -ECONNRESET);
+            qp_to_error(id);  // as rdma_cm does with the QP of a failed connection
+        }
     }
 }
 

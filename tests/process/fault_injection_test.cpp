@@ -104,6 +104,80 @@ struct CmSide {
 
 }  // namespace
 
+// The requester goes away while the passive side's accept reply is held back (cm_delay): the
+// reply cannot be sent when its time comes, and the passive side gets CONNECT_ERROR
+// (-ECONNRESET) for the id it accepted, with its QP in the error state; nothing hangs.
+TEST(FaultInjection, HeldReplyToAVanishedRequester) {
+    auto server = [](Oob &oob) {
+        setenv("SOFTRDMA_FAULTS", "cm_delay=300", 1);
+        CmSide s;
+        s.serve(oob, 1, false);          // accepted; the reply waits 300 ms
+        PCHECK(oob.get<char>() == 'g');  // the requester has gone
+        rdma_cm_event *ev = wait_event(s.ch, RDMA_CM_EVENT_CONNECT_ERROR, 5000);
+        PCHECK(ev->id == s.id);
+        PCHECK_EQ(ev->status, -ECONNRESET);
+        rdma_ack_cm_event(ev);
+        ibv_qp_attr a;
+        ibv_qp_init_attr ia;
+        PCHECK(ibv_query_qp(s.id->qp, &a, IBV_QP_STATE, &ia) == 0);
+        PCHECK_EQ(a.qp_state, IBV_QPS_ERR);
+        PCHECK(no_event_for(s.ch, 200));
+        return 0;
+    };
+    auto client = [](Oob &oob) {
+        rdma_event_channel *ch = rdma_create_event_channel();
+        rdma_cm_id *id = resolved_id(ch, oob.get<uint16_t>());
+        ibv_qp_init_attr qa = qp_attr();
+        PCHECK(rdma_create_qp(id, nullptr, &qa) == 0);
+        PCHECK(rdma_connect(id, nullptr) == 0);
+        usleep(50000);
+        PCHECK(no_event_for(ch, 0));  // no answer yet: it is held
+        rdma_destroy_qp(id);
+        PCHECK(rdma_destroy_id(id) == 0);  // gives up: the connection closes
+        oob.put<char>('g');
+        rdma_destroy_event_channel(ch);
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(server, client));
+}
+
+// A plan with an unknown key injects nothing (rnr=1 alone would NAK every SEND) and says so,
+// naming the item, in one line on stderr.
+TEST(FaultInjection, MalformedPlanInjectsNothingAndSaysWhy) {
+    auto server = [](Oob &oob) {
+        setenv("SOFTRDMA_FAULTS", "rnr=1,bogus=3", 1);
+        char path[] = "/tmp/sr_faults_stderr.XXXXXX";
+        const int fd = mkstemp(path);
+        PCHECK(fd >= 0);
+        unlink(path);
+        const int saved = dup(2);
+        PCHECK(dup2(fd, 2) == 2);  // the library's complaint lands in the file
+        CmSide s;
+        s.serve(oob, 1);
+        const ibv_wc wc = s.wait_wc();
+        PCHECK_EQ(wc.status, IBV_WC_SUCCESS);  // received: no RNR was injected
+        PCHECK_EQ(wc.opcode, IBV_WC_RECV);
+        PCHECK(dup2(saved, 2) == 2);
+        char text[512] = {};
+        PCHECK(pread(fd, text, sizeof text - 1, 0) > 0);
+        PCHECK(std::strstr(text, "SOFTRDMA_FAULTS: cannot use 'bogus=3'") != nullptr);
+        PCHECK(std::strstr(text, "no faults injected") != nullptr);
+        PCHECK(std::strchr(text, '\n') == text + std::strlen(text) - 1);  // one line
+        close(fd);
+        oob.barrier();
+        return 0;
+    };
+    auto client = [](Oob &oob) {
+        CmSide c;
+        c.connect(oob, 0);  // rnr_retry 0: a single injected RNR NAK would fail the send
+        PCHECK(c.post_send(1) == 0);
+        PCHECK_EQ(c.wait_wc().status, IBV_WC_SUCCESS);
+        oob.barrier();
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(server, client));
+}
+
 // rnr=1: every SEND finds "no receive posted". With rnr_retry 2 the sender gives up after
 // three attempts with IBV_WC_RNR_RETRY_EXC_ERR, and its QP is in the error state.
 TEST(FaultInjection, RnrNakExhaustsRnrRetry) {
