@@ -59,4 +59,11 @@ rdma_cm_id *resolved_id(rdma_event_channel *ch, uint16_t port, rdma_port_space p
     return id;
 }
 
+rdma_cm_id *connecting_id(rdma_event_channel *ch, uint16_t port, ibv_qp_init_attr qa) {
+    rdma_cm_id *id = resolved_id(ch, port);
+    PCHECK(rdma_create_qp(id, nullptr, &qa) == 0);
+    PCHECK(rdma_connect(id, nullptr) == 0);
+    return id;
+}
+
 }  // namespace sr_test

@@ -18,5 +18,7 @@ sockaddr_in loopback(uint16_t port);
 rdma_cm_id *listen_any(rdma_event_channel *ch, Oob &oob, rdma_port_space ps = RDMA_PS_TCP);
 // Client side: an id of `ps` with address and route resolved to the server's port.
 rdma_cm_id *resolved_id(rdma_event_channel *ch, uint16_t port, rdma_port_space ps = RDMA_PS_TCP);
+// Client side: a resolved id with a QP of `qa` made by the CM, connecting (no event taken).
+rdma_cm_id *connecting_id(rdma_event_channel *ch, uint16_t port, ibv_qp_init_attr qa);
 
 }  // namespace sr_test

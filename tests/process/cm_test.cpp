@@ -109,10 +109,7 @@ TEST(Cm, ConnectAcceptDataAndDisconnectWithPrivateData) {
         // Then the IB CM's timewait ends (about 2 s with the default timeout).
         rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_TIMEWAIT_EXIT, 5000));
         // After disconnect the QP is in ERR, as on RoCE.
-        ibv_qp_attr at;
-        ibv_qp_init_attr ia;
-        PCHECK(ibv_query_qp(id->qp, &at, IBV_QP_STATE, &ia) == 0);
-        PCHECK_EQ(at.qp_state, IBV_QPS_ERR);
+        PCHECK_EQ(qp_state_of(id->qp), IBV_QPS_ERR);
         rdma_dereg_mr(mr);
         rdma_destroy_qp(id);
         PCHECK(rdma_destroy_id(id) == 0);
@@ -239,10 +236,7 @@ TEST(Cm, DestroyedListenerFreesItsPortAtOnce) {
         const uint16_t port = oob.get<uint16_t>();
         std::vector<rdma_cm_id *> ids;
         for (int r = 0; r < kRounds; ++r) {
-            rdma_cm_id *id = resolved_id(ch, port);
-            ibv_qp_init_attr qa = qp_attr();
-            PCHECK(rdma_create_qp(id, nullptr, &qa) == 0);
-            PCHECK(rdma_connect(id, nullptr) == 0);
+            rdma_cm_id *id = connecting_id(ch, port, qp_attr());
             rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_ESTABLISHED));
             ids.push_back(id);
             PCHECK(oob.get<char>() == 'l');
@@ -335,10 +329,7 @@ TEST(Cm, KilledPeerDisconnects) {
     };
     auto victim = [](Oob &oob) {
         rdma_event_channel *ch = rdma_create_event_channel();
-        rdma_cm_id *id = resolved_id(ch, oob.get<uint16_t>());
-        ibv_qp_init_attr qa = qp_attr();
-        PCHECK(rdma_create_qp(id, nullptr, &qa) == 0);
-        PCHECK(rdma_connect(id, nullptr) == 0);
+        connecting_id(ch, oob.get<uint16_t>(), qp_attr());
         rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_ESTABLISHED));
         (void)oob.get<char>();
         raise(SIGKILL);

@@ -117,19 +117,13 @@ TEST(FaultInjection, HeldReplyToAVanishedRequester) {
         PCHECK(ev->id == s.id);
         PCHECK_EQ(ev->status, -ECONNRESET);
         rdma_ack_cm_event(ev);
-        ibv_qp_attr a;
-        ibv_qp_init_attr ia;
-        PCHECK(ibv_query_qp(s.id->qp, &a, IBV_QP_STATE, &ia) == 0);
-        PCHECK_EQ(a.qp_state, IBV_QPS_ERR);
+        PCHECK_EQ(qp_state_of(s.id->qp), IBV_QPS_ERR);
         PCHECK(no_event_for(s.ch, 200));
         return 0;
     };
     auto client = [](Oob &oob) {
         rdma_event_channel *ch = rdma_create_event_channel();
-        rdma_cm_id *id = resolved_id(ch, oob.get<uint16_t>());
-        ibv_qp_init_attr qa = qp_attr();
-        PCHECK(rdma_create_qp(id, nullptr, &qa) == 0);
-        PCHECK(rdma_connect(id, nullptr) == 0);
+        rdma_cm_id *id = connecting_id(ch, oob.get<uint16_t>(), qp_attr());
         usleep(50000);
         PCHECK(no_event_for(ch, 0));  // no answer yet: it is held
         rdma_destroy_qp(id);
@@ -198,10 +192,7 @@ TEST(FaultInjection, RnrNakExhaustsRnrRetry) {
         const ibv_wc wc = c.wait_wc();
         PCHECK_EQ(wc.status, IBV_WC_RNR_RETRY_EXC_ERR);
         PCHECK_EQ(wc.wr_id, 1u);
-        ibv_qp_attr a;
-        ibv_qp_init_attr ia;
-        PCHECK(ibv_query_qp(c.id->qp, &a, IBV_QP_STATE, &ia) == 0);
-        PCHECK_EQ(a.qp_state, IBV_QPS_ERR);
+        PCHECK_EQ(qp_state_of(c.id->qp), IBV_QPS_ERR);
         oob.barrier();
         return 0;
     };

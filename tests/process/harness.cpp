@@ -301,11 +301,15 @@ bool Endpoint::quiet_for(int ms) {
     return true;
 }
 
-ibv_qp_state Endpoint::qp_state() {
+ibv_qp_state qp_state_of(ibv_qp *qp) {
     ibv_qp_attr a{};
     ibv_qp_init_attr ia{};
     PCHECK(ibv_query_qp(qp, &a, IBV_QP_STATE, &ia) == 0);
     return a.qp_state;
+}
+
+ibv_qp_state Endpoint::qp_state() {
+    return qp_state_of(qp);
 }
 
 }  // namespace sr_test
