@@ -335,10 +335,17 @@ TEST(Ud, HeldBackSendsFillTheSendQueue) {
         PCHECK_EQ(kill(peer, SIGSTOP), 0);
         uint32_t posted = 0;
         int rc = 0;
+        const uint64_t t0 = now_ms();
         while ((rc = ud_send(e, ah, posted, 0, 64, e.opt.qkey)) == 0 && posted < 1000) ++posted;
+        const uint64_t took = now_ms() - t0;
+        PCHECK_EQ(kill(peer, SIGCONT), 0);  // before any check: a failed child must not leave it
         PCHECK_EQ(rc, ENOMEM);
-        PCHECK_EQ(posted, kInitialWindow + kDepth);
-        PCHECK_EQ(kill(peer, SIGCONT), 0);
+        // Exactly the window plus the queue, unless the loop itself outlasted the watchdog
+        // (100 ms: a loaded machine, a sanitizer), which then rightly released the silent peer.
+        if (took < 100)
+            PCHECK_EQ(posted, kInitialWindow + kDepth);
+        else
+            PCHECK(posted >= kInitialWindow + kDepth);
         for (uint32_t i = 0; i < posted; ++i) expect_send_ok(e, i);
         oob.barrier();
         ibv_destroy_ah(ah);
