@@ -23,6 +23,15 @@ using namespace sr_test;
 
 namespace {
 
+// Ends each connection and frees its QP and id.
+void close_all(const std::vector<rdma_cm_id *> &ids) {
+    for (rdma_cm_id *id : ids) {
+        rdma_disconnect(id);
+        rdma_destroy_qp(id);
+        PCHECK(rdma_destroy_id(id) == 0);
+    }
+}
+
 ibv_qp_init_attr qp_attr() {
     ibv_qp_init_attr a{};
     a.qp_type = IBV_QPT_RC;
@@ -222,11 +231,7 @@ TEST(Cm, DestroyedListenerFreesItsPortAtOnce) {
             oob.put<char>('l');  // listening again
         }
         oob.barrier();
-        for (rdma_cm_id *c : kept) {
-            rdma_disconnect(c);
-            rdma_destroy_qp(c);
-            PCHECK(rdma_destroy_id(c) == 0);
-        }
+        close_all(kept);
         PCHECK(rdma_destroy_id(l) == 0);
         rdma_destroy_event_channel(ch);
         return 0;
@@ -242,11 +247,7 @@ TEST(Cm, DestroyedListenerFreesItsPortAtOnce) {
             PCHECK(oob.get<char>() == 'l');
         }
         oob.barrier();
-        for (rdma_cm_id *id : ids) {
-            rdma_disconnect(id);
-            rdma_destroy_qp(id);
-            PCHECK(rdma_destroy_id(id) == 0);
-        }
+        close_all(ids);
         rdma_destroy_event_channel(ch);
         return 0;
     };

@@ -32,17 +32,13 @@ pass() { CONF_PASSES=$((CONF_PASSES + 1)); printf 'PASS: %s\n' "$*"; }
 fail() { CONF_FAILS=$((CONF_FAILS + 1)); printf 'FAIL: %s\n' "$*"; }
 die()  { printf 'FATAL: %s\n' "$*" >&2; exit 1; }
 
-# Print a file with a header, indented, so failures are self-explanatory.
-dump_file() { # <label> <file>
-    printf -- '----- %s (%s) -----\n' "$1" "$2"
-    if [[ -s $2 ]]; then sed 's/^/    | /' "$2"; else printf '    | <empty>\n'; fi
-    printf -- '----- end %s -----\n' "$1"
-}
-
-# The last <n> lines of a file, as dump_file prints a whole one.
-dump_tail() { # <label> <file> <n>
-    printf -- '----- %s, last %s lines (%s) -----\n' "$1" "$3" "$2"
-    if [[ -s $2 ]]; then tail -n "$3" "$2" | sed 's/^/    | /'; else printf '    | <empty>\n'; fi
+# Print a file (or only its last <n> lines) with a header, indented, so failures are
+# self-explanatory.
+dump_file() { # <label> <file> [n]
+    local what=$2 lines=(cat)
+    [[ -n ${3:-} ]] && what="last $3 lines of $2" lines=(tail -n "$3")
+    printf -- '----- %s (%s) -----\n' "$1" "$what"
+    if [[ -s $2 ]]; then "${lines[@]}" "$2" | sed 's/^/    | /'; else printf '    | <empty>\n'; fi
     printf -- '----- end %s -----\n' "$1"
 }
 
@@ -397,8 +393,8 @@ perftest_pair() {
         # The outputs were printed above as an expected failure; their last lines follow the
         # FAIL line too, so that an excerpt starting at the FAIL still says why.
         fail "$name: server $(describe_rc "$PAIR_SERVER_RC" 0), client $(describe_rc "$PAIR_CLIENT_RC" 0)"
-        dump_tail "$name server" "$PAIR_SERVER_OUT" 12
-        dump_tail "$name client" "$PAIR_CLIENT_OUT" 12
+        dump_file "$name server" "$PAIR_SERVER_OUT" 12
+        dump_file "$name client" "$PAIR_CLIENT_OUT" 12
         return 1
     done
 }
