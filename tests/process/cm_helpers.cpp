@@ -66,4 +66,14 @@ rdma_cm_id *connecting_id(rdma_event_channel *ch, uint16_t port, ibv_qp_init_att
     return id;
 }
 
+rdma_cm_id *accepted_id(rdma_event_channel *ch, ibv_qp_init_attr qa) {
+    rdma_cm_event *ev = wait_event(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+    rdma_cm_id *c = ev->id;
+    rdma_ack_cm_event(ev);
+    PCHECK(rdma_create_qp(c, nullptr, &qa) == 0);
+    PCHECK(rdma_accept(c, nullptr) == 0);
+    rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_ESTABLISHED));
+    return c;
+}
+
 }  // namespace sr_test

@@ -20,5 +20,8 @@ rdma_cm_id *listen_any(rdma_event_channel *ch, Oob &oob, rdma_port_space ps = RD
 rdma_cm_id *resolved_id(rdma_event_channel *ch, uint16_t port, rdma_port_space ps = RDMA_PS_TCP);
 // Client side: a resolved id with a QP of `qa` made by the CM, connecting (no event taken).
 rdma_cm_id *connecting_id(rdma_event_channel *ch, uint16_t port, ibv_qp_init_attr qa);
+// Server side: the next connection request, given a QP of `qa` made by the CM, accepted and
+// ESTABLISHED.
+rdma_cm_id *accepted_id(rdma_event_channel *ch, ibv_qp_init_attr qa);
 
 }  // namespace sr_test

@@ -208,14 +208,7 @@ TEST(Cm, DestroyedListenerFreesItsPortAtOnce) {
         const sockaddr_in a = loopback(ntohs(rdma_get_src_port(l)));
         std::vector<rdma_cm_id *> kept;
         for (int r = 0; r < kRounds; ++r) {
-            rdma_cm_event *ev = wait_event(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
-            rdma_cm_id *c = ev->id;
-            rdma_ack_cm_event(ev);
-            ibv_qp_init_attr qa = qp_attr();
-            PCHECK(rdma_create_qp(c, nullptr, &qa) == 0);
-            PCHECK(rdma_accept(c, nullptr) == 0);
-            rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_ESTABLISHED));
-            kept.push_back(c);
+            kept.push_back(accepted_id(ch, qp_attr()));
             PCHECK(rdma_destroy_id(l) == 0);
             // A plain socket may listen on the port now: no listening socket is left behind.
             const int s = socket(AF_INET, SOCK_STREAM, 0);
@@ -269,13 +262,7 @@ TEST(Cm, ListenerAppearingAfterTheConnectIsFound) {
         (void)oob.get<char>();  // the client has called rdma_connect
         usleep(200000);
         PCHECK(rdma_listen(l, 4) == 0);
-        rdma_cm_event *ev = wait_event(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
-        rdma_cm_id *c = ev->id;
-        rdma_ack_cm_event(ev);
-        ibv_qp_init_attr qa = qp_attr();
-        PCHECK(rdma_create_qp(c, nullptr, &qa) == 0);
-        PCHECK(rdma_accept(c, nullptr) == 0);
-        rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_ESTABLISHED));
+        rdma_cm_id *c = accepted_id(ch, qp_attr());
         rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_DISCONNECTED));
         rdma_destroy_qp(c);
         PCHECK(rdma_destroy_id(c) == 0);
@@ -312,13 +299,7 @@ TEST(Cm, KilledPeerDisconnects) {
     auto survivor = [](Oob &oob) {
         rdma_event_channel *ch = rdma_create_event_channel();
         rdma_cm_id *l = listen_any(ch, oob);
-        rdma_cm_event *ev = wait_event(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
-        rdma_cm_id *c = ev->id;
-        rdma_ack_cm_event(ev);
-        ibv_qp_init_attr qa = qp_attr();
-        PCHECK(rdma_create_qp(c, nullptr, &qa) == 0);
-        PCHECK(rdma_accept(c, nullptr) == 0);
-        rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_ESTABLISHED));
+        rdma_cm_id *c = accepted_id(ch, qp_attr());
         oob.put<char>('k');
         const uint64_t t0 = now_ms();
         rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_DISCONNECTED, 2000));
