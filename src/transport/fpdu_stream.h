@@ -12,6 +12,7 @@
 #include <span>
 
 #include "common/unique_fd.h"
+#include "transport/path_health.h"
 #include "wire/rdmap.h"
 
 namespace softrdma::transport {
@@ -97,9 +98,9 @@ class FpduStream {
     // when output remains (the caller then waits for EPOLLOUT).
     IoStatus pump_tx(StreamHandler &h, bool &blocked);
     bool tx_pending() const { return cur_iov_ < batch_->niov_; }
-    // The peer's kernel holds everything we sent, or acknowledged something within the last
-    // `recent_ns`: the peer host and the path work, whatever its process is doing.
-    bool peer_kernel_answering(uint64_t recent_ns) const;
+    // TCP's view of the path (a syscall: only when a retry budget runs out); `recent_ns`
+    // is how recent an acknowledgement must be to count as an answer.
+    PathHealth path_health(uint64_t recent_ns) const;
     // A protocol error detected on receive (bad header, CRC, or a segment the handler
     // refused), and the TERMINATE that names it.
     bool protocol_error() const { return proto_error_; }

@@ -18,6 +18,7 @@
 #include "verbs/cq.h"
 #include "verbs/pd.h"
 #include "verbs/qp_state_table.h"
+#include "verbs/retry_policy.h"
 #include "verbs/srq.h"
 
 namespace softrdma::verbs {
@@ -643,24 +644,17 @@ uint64_t Qp::retry_deadline_ns() const {
     return grace_epoch_ == last_progress_ns_ ? std::max(deadline, grace_until_ns_) : deadline;
 }
 
-// The hardware budget ran out. A NIC acknowledges whatever its host's CPU is doing; here the
-// peer's "NIC" is its process, which a loaded machine, a debugger or a sanitizer can hold
-// back. So TCP decides, asked only now (a syscall, never on the data path):
-//  * the peer's kernel answers (holds every byte we sent, or acknowledged something lately):
-//    the peer host and the path work, only its process is slow. Wait another budget, and
-//    send a probe (CONTROL CREDITS, ignored on receipt) so that the next look has fresh news;
-//  * it does not: the path or the host is silent. Our retransmissions are TCP's, so the
-//    deadline moves to TCP's pace (each attempt at least its minimum RTO) and no further.
+// The budget ran out: ask TCP (a syscall, never on the data path); retry_policy.cpp decides.
 bool Qp::grant_retry_grace(uint64_t now) {
     if (!stream_) return false;
     grace_epoch_ = last_progress_ns_;
-    if (stream_->peer_kernel_answering(retry_budget_ns(false))) {
-        grace_until_ns_ = now + retry_budget_ns(false);
-        if (ext_) queue_control(wire::ControlType::kCredits, 0, 0);
-        return true;
-    }
-    grace_until_ns_ = last_progress_ns_ + retry_budget_ns(true);
-    return now < grace_until_ns_;
+    const PathHealth path = stream_->path_health(retry_budget_ns(false));
+    const RetryBudget b{last_progress_ns_, retry_budget_ns(false), retry_budget_ns(true),
+                        attr_.retry_cnt};
+    grace_until_ns_ = retry_grace_until(b, path, now);
+    // Fresh news for the next look: a probe (CONTROL CREDITS, ignored on receipt).
+    if (path.answering && ext_) queue_control(wire::ControlType::kCredits, 0, 0);
+    return grace_until_ns_ != 0;
 }
 
 void Qp::progress(Lock &lk, bool rx) {
@@ -860,7 +854,11 @@ void Qp::on_timer() {
                 break;
             }
         }
-        SR_DEBUG("qp %u: retry budget exhausted", qp_base.qp_num);
+        SR_DEBUG("qp %u: retry budget exhausted: %llu ms since progress, budget %llu ms, "
+                 "%u in flight of %u, stream %d, tx blocked %d",
+                 qp_base.qp_num, (unsigned long long)((now - last_progress_ns_) / 1'000'000),
+                 (unsigned long long)(retry_budget_ns(false) / 1'000'000), sq_tx_, sq_count_,
+                 stream_ != nullptr, tx_blocked_);
         move_to_error(lk);
         return;
     }

@@ -128,7 +128,8 @@ ok=0 slow=0
 for i in $(seq 1 20); do
     ip -n "$nsb" neigh flush dev "$vethb"
     start_server "cm_loss_$i" 1
-    start_client "cm_loss_$i" write 1
+    # Debug on: a failure then shows what TCP reported when the retry budget ran out.
+    SOFTRDMA_DEBUG=1 start_client "cm_loss_$i" write 1
     reap "$cpid"
     if [[ $reaped -eq 0 ]]; then ok=$((ok + 1)); else show cli "$work/cm_loss_$i.cli"; show srv "$work/cm_loss_$i.srv"; fi
     reap "$spid"
