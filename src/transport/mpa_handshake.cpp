@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <cstring>
 
 #include "common/clock.h"
 #include "common/log.h"
@@ -27,6 +28,20 @@ UniqueFd tcp_connect_nonblocking(const sockaddr *addr, unsigned addrlen) {
     if (::connect(fd.get(), addr, addrlen) != 0 && errno != EINPROGRESS) return UniqueFd();
     return fd;
 }
+
+namespace {
+
+// TCP lets a socket connect to its own address and port (a "simultaneous open" with itself):
+// dialing a free port from that same port, which the kernel may hand out again at once.
+// Nothing listens there, so it counts as refused; the handshake would read its own request.
+bool connected_to_itself(int fd, const sockaddr_storage &peer, socklen_t plen) {
+    sockaddr_storage self;
+    socklen_t slen = sizeof self;
+    if (::getsockname(fd, reinterpret_cast<sockaddr *>(&self), &slen) != 0) return false;
+    return slen == plen && std::memcmp(&self, &peer, plen) == 0;
+}
+
+}  // namespace
 
 MpaHandshake::MpaHandshake(UniqueFd fd, bool active, uint64_t deadline)
     : fd_(std::move(fd)),
@@ -62,6 +77,7 @@ void MpaHandshake::send_early() {
     sockaddr_storage peer;
     socklen_t plen = sizeof peer;
     if (::getpeername(fd_.get(), reinterpret_cast<sockaddr *>(&peer), &plen) != 0) return;
+    if (connected_to_itself(fd_.get(), peer, plen)) return;  // the engine refuses it
     state_ = State::kSending;
     int err = 0;
     if (!flush_out(err)) return;  // the engine sees the rest (or the error) on its next event
@@ -180,6 +196,7 @@ void MpaHandshake::step(std::unique_lock<std::mutex> &lk) {
                 socklen_t plen = sizeof peer;
                 if (::getpeername(fd_.get(), reinterpret_cast<sockaddr *>(&peer), &plen) != 0)
                     return;  // still connecting
+                if (connected_to_itself(fd_.get(), peer, plen)) return finish(lk, ECONNREFUSED);
                 state_ = State::kSending;
                 break;
             }

@@ -196,6 +196,34 @@ TEST(Cm, NothingListensRejectedWithInvalidServiceId) {
     EXPECT_PAIR_OK(run_pair(client, [](Oob &) { return 0; }));
 }
 
+// Dialing a free port from that same port: TCP connects the socket to itself (a simultaneous
+// open), which the kernel can produce when it hands a just-released port out again. Nothing
+// listens, so it is REJECTED like any refused connection, not a CONNECT_ERROR from reading
+// our own request back.
+TEST(Cm, ConnectionToItselfIsRefused) {
+    auto client = [](Oob &) {
+        rdma_event_channel *ch = rdma_create_event_channel();
+        rdma_cm_id *id;
+        PCHECK(rdma_create_id(ch, &id, nullptr, RDMA_PS_TCP) == 0);
+        sockaddr_in a = loopback(0);
+        PCHECK(rdma_bind_addr(id, reinterpret_cast<sockaddr *>(&a)) == 0);
+        sockaddr_in d = loopback(ntohs(rdma_get_src_port(id)));
+        PCHECK(rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr *>(&d), 2000) == 0);
+        rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_ADDR_RESOLVED));
+        PCHECK(rdma_resolve_route(id, 2000) == 0);
+        rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_ROUTE_RESOLVED));
+        PCHECK_EQ(rdma_get_src_port(id), rdma_get_dst_port(id));
+        PCHECK(rdma_connect(id, nullptr) == 0);
+        rdma_cm_event *ev = wait_event(ch, RDMA_CM_EVENT_REJECTED);
+        PCHECK_EQ(ev->status, 8);  // IB_CM_REJ_INVALID_SERVICE_ID
+        rdma_ack_cm_event(ev);
+        PCHECK(rdma_destroy_id(id) == 0);
+        rdma_destroy_event_channel(ch);
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(client, [](Oob &) { return 0; }));
+}
+
 // rdma_destroy_id frees the listener's port before it returns, as the kernel's does: perftest -R
 // accepts its control connection, destroys that listener and at once binds the same port
 // again for its data connections, while the accepted connection lives on. Each round also
