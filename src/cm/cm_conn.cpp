@@ -175,7 +175,8 @@ void Listener::on_io(uint32_t) {
 }
 
 void Listener::on_request(const std::shared_ptr<CmId> &lid, UniqueFd fd) {
-    auto child = std::make_shared<CmId>(nullptr, lid->context, lid->ps, lid->qp_type);
+    std::shared_ptr<CmId> child =
+        std::make_unique<CmId>(nullptr, lid->context, lid->ps, lid->qp_type);
     {
         // Until the request arrives, events for the child go to the listener's channel.
         std::lock_guard lk(lid->mu);

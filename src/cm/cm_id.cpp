@@ -322,7 +322,10 @@ int create_id_qpt(rdma_event_channel *ch, rdma_cm_id **out, void *ctx, rdma_port
     start_netlink_watcher();
     if (ps != RDMA_PS_TCP && ps != RDMA_PS_IB && ps != RDMA_PS_UDP && ps != RDMA_PS_IPOIB)
         return fail(EINVAL);
-    auto id = std::make_shared<CmId>(ch ? EventChannel::from(ch) : nullptr, ctx, ps, qpt);
+    // Not make_shared (nor elsewhere): an engine timer's weak reference would keep the whole
+    // id allocated until the timer is due, long after rdma_destroy_id.
+    std::shared_ptr<CmId> id =
+        std::make_unique<CmId>(ch ? EventChannel::from(ch) : nullptr, ctx, ps, qpt);
     {
         std::lock_guard lk(g_ids_mu);
         ids()[id.get()] = id;

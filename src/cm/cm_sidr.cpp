@@ -67,7 +67,7 @@ void on_request(CmId &l, const wire::SidrMsg &m, const sockaddr_storage &from,
         std::erase_if(l.sidr_seen, [](const CmId::SidrSeen &s) { return s.child.expired(); });
     if (l.sidr_seen.size() >= kMaxSeen) return;  // flooded: the requester will retry
 
-    auto child = std::make_shared<CmId>(nullptr, l.context, l.ps, l.qp_type);
+    std::shared_ptr<CmId> child = std::make_unique<CmId>(nullptr, l.context, l.ps, l.qp_type);
     child->own_chan.reset();
     child->sync = false;
     child->chan = l.chan;

@@ -147,7 +147,9 @@ std::shared_ptr<Qp> Qp::create(Context *ctx, ibv_qp_init_attr_ex &a, int &err) {
         c.max_recv_wr = std::max(c.max_recv_wr, 1u);
         c.max_recv_sge = std::max(c.max_recv_sge, 1u);
     }
-    auto qp = std::make_shared<Qp>(ctx, a);
+    // Not make_shared: a Qp is 8 KiB, and a weak reference (an engine timer due later, a
+    // handshake's callback) would keep all of it allocated after the QP is destroyed.
+    std::shared_ptr<Qp> qp = std::make_unique<Qp>(ctx, a);
     qp->block_self_mcast_ = create_flags & IBV_QP_CREATE_BLOCK_SELF_MCAST_LB;
     if (type == IBV_QPT_UD) {
         if ((err = qp->ud_open()) != 0) return nullptr;
