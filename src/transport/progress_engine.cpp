@@ -1,7 +1,9 @@
 #include "transport/progress_engine.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 
@@ -11,8 +13,31 @@
 #include <cstdlib>
 
 #include "common/clock.h"
+#include "common/unique_fd.h"
 
 namespace softrdma::transport {
+
+namespace {
+
+// Every CM id and QP connection is a socket, where the kernel's rdma_cm uses none. Each time
+// a multi-threaded process outgrows its fd table (256, 512, 1024, ... entries) the kernel
+// waits out an RCU grace period inside socket()/accept(): 7-30 ms measured here, a stall in
+// the middle of opening connections (and most of rdma_resolve_addr's time over 1,000 ids).
+// So the table grows once, before the engine's thread exists (a process with one thread
+// grows it without waiting), to what the fd limit allows up to 4,096 entries: 32 KiB of
+// kernel memory.
+constexpr rlim_t kFdTablePresize = 4096;
+
+void presize_fd_table(int any_fd) {
+    rlimit rl{};
+    if (any_fd < 0 || getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
+    const rlim_t want = std::min(rl.rlim_cur, kFdTablePresize);
+    if (want <= 256) return;  // the table every process starts with
+    // The lowest free fd at or above want - 1: the table must reach it. Closed at once.
+    UniqueFd high(fcntl(any_fd, F_DUPFD_CLOEXEC, int(want - 1)));
+}
+
+}  // namespace
 
 ProgressEngine &ProgressEngine::get() {
     // Deliberately never destroyed: application threads may still call into the library
@@ -27,6 +52,7 @@ ProgressEngine::ProgressEngine()
     ev.events = EPOLLIN;
     ev.data.fd = wakefd_.get();
     epoll_ctl(epfd_.get(), EPOLL_CTL_ADD, wakefd_.get(), &ev);
+    presize_fd_table(wakefd_.get());
     thread_ = std::thread([this] { run(); });
     pthread_setname_np(thread_.native_handle(), "softrdma-prog");
 }
