@@ -175,15 +175,12 @@ void Listener::on_io(uint32_t) {
 }
 
 void Listener::on_request(const std::shared_ptr<CmId> &lid, UniqueFd fd) {
-    std::shared_ptr<CmId> child =
-        std::make_unique<CmId>(nullptr, lid->context, lid->ps, lid->qp_type);
+    std::shared_ptr<CmId> child;
     {
-        // Until the request arrives, events for the child go to the listener's channel.
+        // Until the request arrives, events for the child go to the listener's channel (so
+        // it gets none of its own).
         std::lock_guard lk(lid->mu);
-        child->own_chan.reset();
-        child->sync = false;
-        child->chan = lid->chan;
-        child->channel = lid->chan;
+        child = std::make_unique<CmId>(lid->chan, lid->context, lid->ps, lid->qp_type);
         child->passive = true;
         child->parent = lid;
         child->tos = lid->tos;

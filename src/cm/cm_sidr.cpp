@@ -67,11 +67,8 @@ void on_request(CmId &l, const wire::SidrMsg &m, const sockaddr_storage &from,
         std::erase_if(l.sidr_seen, [](const CmId::SidrSeen &s) { return s.child.expired(); });
     if (l.sidr_seen.size() >= kMaxSeen) return;  // flooded: the requester will retry
 
-    std::shared_ptr<CmId> child = std::make_unique<CmId>(nullptr, l.context, l.ps, l.qp_type);
-    child->own_chan.reset();
-    child->sync = false;
-    child->chan = l.chan;
-    child->channel = l.chan;
+    // Events go to the listener's channel (the id gets none of its own).
+    std::shared_ptr<CmId> child = std::make_unique<CmId>(l.chan, l.context, l.ps, l.qp_type);
     child->passive = true;
     child->parent = std::static_pointer_cast<CmId>(l.shared_from_this());
     child->tos = l.tos;

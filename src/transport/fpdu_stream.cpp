@@ -94,8 +94,6 @@ bool TxBatch::add(const wire::SegmentHeader &h, std::span<const iovec> payload,
 FpduStream::FpduStream(UniqueFd fd, bool crc)
     : fd_(std::move(fd)),
       crc_(crc),
-      // Not zero-filled: an idle connection then costs only the pages its traffic touched.
-      stage_(std::make_unique_for_overwrite<uint8_t[]>(kStageSize)),
       batch_(std::make_unique<TxBatch>()) {
     batch_->crc_ = crc;
 }
@@ -120,19 +118,10 @@ PathHealth FpduStream::path_health(uint64_t recent_ns) const {
     return h;
 }
 
-bool FpduStream::refill(IoStatus &st) {
-    if (rd_ == wr_) {
-        rd_ = wr_ = 0;
-    } else if (wr_ == kStageSize || kStageSize - wr_ < wire::kMaxHeaderLen + wire::kCrcLen) {
-        std::memmove(stage_.get(), stage_.get() + rd_, wr_ - rd_);
-        wr_ -= rd_;
-        rd_ = 0;
-    }
-    const ssize_t n = ::recv(fd_.get(), stage_.get() + wr_, kStageSize - wr_, 0);
-    if (n > 0) {
-        wr_ += size_t(n);
-        return true;
-    }
+namespace {
+
+// A recv() that returned no bytes: closed, nothing yet, or an error.
+bool recv_failed(ssize_t n, IoStatus &st) {
     if (n == 0) {
         st = IoStatus::kClosed;
     } else if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
@@ -141,6 +130,34 @@ bool FpduStream::refill(IoStatus &st) {
         st = IoStatus::kError;
     }
     return false;
+}
+
+}  // namespace
+
+bool FpduStream::refill(IoStatus &st) {
+    if (!stage_) {
+        // Allocated when the first bytes arrive (not zero-filled: an idle connection costs
+        // only the pages its traffic touched). A connection opened and closed without data
+        // (a connection storm) then never grows the heap by 64 KiB, page by page.
+        uint8_t first[512];
+        const ssize_t n = ::recv(fd_.get(), first, sizeof first, 0);
+        if (n <= 0) return recv_failed(n, st);
+        stage_ = std::make_unique_for_overwrite<uint8_t[]>(kStageSize);
+        std::memcpy(stage_.get(), first, size_t(n));
+        wr_ = size_t(n);
+        return true;
+    }
+    if (rd_ == wr_) {
+        rd_ = wr_ = 0;
+    } else if (wr_ == kStageSize || kStageSize - wr_ < wire::kMaxHeaderLen + wire::kCrcLen) {
+        std::memmove(stage_.get(), stage_.get() + rd_, wr_ - rd_);
+        wr_ -= rd_;
+        rd_ = 0;
+    }
+    const ssize_t n = ::recv(fd_.get(), stage_.get() + wr_, kStageSize - wr_, 0);
+    if (n <= 0) return recv_failed(n, st);
+    wr_ += size_t(n);
+    return true;
 }
 
 void copy_to_iov(const iovec *iov, int &idx, size_t &off, const uint8_t *src, size_t n) {

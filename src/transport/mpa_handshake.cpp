@@ -17,8 +17,6 @@ namespace softrdma::transport {
 void tune_stream_socket(int fd) {
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    const int fl = fcntl(fd, F_GETFL);
-    fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 }
 
 UniqueFd tcp_connect_nonblocking(const sockaddr *addr, unsigned addrlen) {
@@ -34,10 +32,12 @@ namespace {
 // TCP lets a socket connect to its own address and port (a "simultaneous open" with itself):
 // dialing a free port from that same port, which the kernel may hand out again at once.
 // Nothing listens there, so it counts as refused; the handshake would read its own request.
-bool connected_to_itself(int fd, const sockaddr_storage &peer, socklen_t plen) {
-    sockaddr_storage self;
-    socklen_t slen = sizeof self;
-    if (::getsockname(fd, reinterpret_cast<sockaddr *>(&self), &slen) != 0) return false;
+bool connected_to_itself(int fd) {
+    sockaddr_storage self, peer;
+    socklen_t slen = sizeof self, plen = sizeof peer;
+    if (::getsockname(fd, reinterpret_cast<sockaddr *>(&self), &slen) != 0 ||
+        ::getpeername(fd, reinterpret_cast<sockaddr *>(&peer), &plen) != 0)
+        return false;
     return slen == plen && std::memcmp(&self, &peer, plen) == 0;
 }
 
@@ -77,7 +77,6 @@ void MpaHandshake::send_early() {
     sockaddr_storage peer;
     socklen_t plen = sizeof peer;
     if (::getpeername(fd_.get(), reinterpret_cast<sockaddr *>(&peer), &plen) != 0) return;
-    if (connected_to_itself(fd_.get(), peer, plen)) return;  // the engine refuses it
     state_ = State::kSending;
     int err = 0;
     if (!flush_out(err)) return;  // the engine sees the rest (or the error) on its next event
@@ -157,7 +156,8 @@ bool MpaHandshake::read_frame(int &err, bool &complete) {
         if (in_.size() >= wire::kMpaFixedLen) {
             const auto r = wire::decode_mpa_frame(in_, active_, peer_);
             if (r.status == wire::DecodeStatus::kMalformed) {
-                err = EPROTO;
+                // Our own request read back: refused (asked only now, off the common path).
+                err = active_ && connected_to_itself(fd_.get()) ? ECONNREFUSED : EPROTO;
                 return false;
             }
             if (r.status == wire::DecodeStatus::kOk) {
@@ -196,7 +196,6 @@ void MpaHandshake::step(std::unique_lock<std::mutex> &lk) {
                 socklen_t plen = sizeof peer;
                 if (::getpeername(fd_.get(), reinterpret_cast<sockaddr *>(&peer), &plen) != 0)
                     return;  // still connecting
-                if (connected_to_itself(fd_.get(), peer, plen)) return finish(lk, ECONNREFUSED);
                 state_ = State::kSending;
                 break;
             }

@@ -91,6 +91,7 @@ class MpaHandshake : public Pollable, public std::enable_shared_from_this<MpaHan
 // Starts a non-blocking TCP connect with TCP_NODELAY; returns an invalid fd (errno set) on an
 // immediate failure.
 UniqueFd tcp_connect_nonblocking(const sockaddr *addr, unsigned addrlen);
+// TCP_NODELAY on a stream socket (created or accepted non-blocking).
 void tune_stream_socket(int fd);
 
 }  // namespace softrdma::transport

@@ -103,18 +103,20 @@ void ProgressEngine::schedule(const std::shared_ptr<Pollable> &owner, uint64_t d
     bool earliest;
     {
         std::lock_guard lk(mu_);
-        earliest = timers_.empty() || deadline_ns < timers_.top().deadline;
+        earliest = sleeping_ && (timers_.empty() || deadline_ns < timers_.top().deadline);
         timers_.push({deadline_ns, owner});
     }
     if (earliest) wake();
 }
 
 void ProgressEngine::post(std::function<void()> task) {
+    bool sleeping;
     {
         std::lock_guard lk(mu_);
         tasks_.push_back(std::move(task));
+        sleeping = sleeping_;
     }
-    wake();
+    if (sleeping) wake();
 }
 
 void ProgressEngine::run_tasks() {
@@ -131,14 +133,18 @@ void ProgressEngine::wake() {
     [[maybe_unused]] ssize_t r = ::write(wakefd_.get(), &one, sizeof one);
 }
 
+// The wait's timeout; a non-zero one marks the engine as sleeping until it looks again.
 int64_t ProgressEngine::next_timeout_ns() {
     std::lock_guard lk(mu_);
     if (!tasks_.empty()) return 0;
-    if (timers_.empty()) return -1;
-    const uint64_t now = now_ns();
-    const uint64_t d = timers_.top().deadline;
-    if (d <= now) return 0;
-    return int64_t(std::min<uint64_t>(d - now, uint64_t(INT64_MAX)));
+    int64_t t = -1;
+    if (!timers_.empty()) {
+        const uint64_t now = now_ns();
+        const uint64_t d = timers_.top().deadline;
+        t = d <= now ? 0 : int64_t(std::min<uint64_t>(d - now, uint64_t(INT64_MAX)));
+    }
+    sleeping_ = t != 0;
+    return t;
 }
 
 // Waits for events until `timeout_ns` (-1: no limit). Timers need microseconds (a send held
@@ -196,6 +202,7 @@ void ProgressEngine::run() {
         const int n = wait(events, 64, spinning ? 0 : next_timeout_ns());
         {
             std::lock_guard lk(mu_);
+            sleeping_ = false;
             if (stop_) return;
         }
         bool io = false;

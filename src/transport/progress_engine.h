@@ -68,6 +68,9 @@ class ProgressEngine {
     std::vector<std::function<void()>> tasks_;
     std::thread thread_;
     bool stop_ = false;
+    // The engine sleeps (or is about to) with a timeout chosen before the newest timer or
+    // task: only then does adding one need a wake-up. Under mu_.
+    bool sleeping_ = false;
     bool have_pwait2_ = true;  // engine thread only
 };
 
