@@ -1,5 +1,7 @@
 #include "cm/cm_event.h"
 
+#include <fcntl.h>
+#include <poll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -9,44 +11,67 @@
 
 namespace softrdma::cm {
 
-EventChannel::EventChannel() : rdma_event_channel{}, efd_(eventfd(0, EFD_SEMAPHORE | EFD_CLOEXEC)) {
+// The eventfd's counter is 1 while events wait and 0 otherwise (changed only under mu_), so
+// the fd polls readable exactly when rdma_get_cm_event has something, and a burst of events
+// costs one write and one read instead of one of each per event.
+EventChannel::EventChannel() : rdma_event_channel{}, efd_(eventfd(0, EFD_CLOEXEC)) {
     fd = efd_.get();
 }
 
-void EventChannel::push(std::unique_ptr<CmEvent> ev) {
-    {
-        std::lock_guard lk(mu_);
-        q_.push_back(std::move(ev));
-    }
+void EventChannel::raise_locked() {
     uint64_t one = 1;
     [[maybe_unused]] ssize_t r = ::write(efd_.get(), &one, sizeof one);
 }
 
+// Never blocks: the counter is 1 whenever this runs (the queue just went from some to none).
+void EventChannel::lower_locked() {
+    uint64_t v;
+    [[maybe_unused]] ssize_t r = ::read(efd_.get(), &v, sizeof v);
+}
+
+void EventChannel::push(std::unique_ptr<CmEvent> ev) {
+    std::lock_guard lk(mu_);
+    if (q_.empty()) raise_locked();
+    q_.push_back(std::move(ev));
+}
+
 CmEvent *EventChannel::get() {
     for (;;) {
-        uint64_t v;
-        if (::read(efd_.get(), &v, sizeof v) < 0) {
-            if (errno == EINTR) continue;
+        {
+            std::lock_guard lk(mu_);
+            if (!q_.empty()) {
+                CmEvent *ev = q_.front().release();
+                q_.pop_front();
+                if (q_.empty()) lower_locked();
+                return ev;
+            }
+        }
+        // Nothing yet. The application chose (O_NONBLOCK on the channel's fd) whether to wait;
+        // waiting is a poll(), which leaves the counter to whoever takes the event.
+        const int fl = fcntl(efd_.get(), F_GETFL);
+        if (fl < 0) return nullptr;
+        if (fl & O_NONBLOCK) {
+            errno = EAGAIN;
             return nullptr;
         }
-        std::lock_guard lk(mu_);
-        if (q_.empty()) continue;  // the event was discarded with its id
-        CmEvent *ev = q_.front().release();
-        q_.pop_front();
-        return ev;
+        pollfd p{efd_.get(), POLLIN, 0};
+        if (::poll(&p, 1, -1) < 0 && errno != EINTR) return nullptr;
     }
 }
 
 void EventChannel::discard_for(const CmId *id) {
     std::lock_guard lk(mu_);
+    if (q_.empty()) return;
     for (auto it = q_.begin(); it != q_.end();)
         it = (*it)->owner.get() == id ? q_.erase(it) : it + 1;
+    if (q_.empty()) lower_locked();
 }
 
 void EventChannel::discard_all() {
     std::deque<std::unique_ptr<CmEvent>> gone;
     {
         std::lock_guard lk(mu_);
+        if (!q_.empty()) lower_locked();
         gone.swap(q_);
     }  // events (and the ids they keep alive) die outside the lock
 }

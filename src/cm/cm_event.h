@@ -1,5 +1,5 @@
-// CM event channels: a pollable fd (eventfd in semaphore mode) and the queue of events the
-// application reads with rdma_get_cm_event.
+// CM event channels: a pollable fd (an eventfd, readable while events wait) and the queue of events
+// the application reads with rdma_get_cm_event.
 #pragma once
 #include <rdma/rdma_cma.h>
 
@@ -35,6 +35,8 @@ class EventChannel : public rdma_event_channel {
     bool empty();
 
   private:
+    void raise_locked();
+    void lower_locked();
     UniqueFd efd_;
     std::mutex mu_;
     std::deque<std::unique_ptr<CmEvent>> q_;

@@ -92,9 +92,7 @@ bool TxBatch::add(const wire::SegmentHeader &h, std::span<const iovec> payload,
 }
 
 FpduStream::FpduStream(UniqueFd fd, bool crc)
-    : fd_(std::move(fd)),
-      crc_(crc),
-      batch_(std::make_unique<TxBatch>()) {
+    : fd_(std::move(fd)), crc_(crc), batch_(std::make_unique<TxBatch>()) {
     batch_->crc_ = crc;
 }
 
@@ -110,11 +108,12 @@ PathHealth FpduStream::path_health(uint64_t recent_ns) const {
     h.answering = caught_up || uint64_t(ti.tcpi_last_ack_recv) * 1'000'000ull < recent_ns;
     h.retransmits = std::max<uint32_t>(ti.tcpi_retransmits, ti.tcpi_probes);
     h.next_attempt_ns = (uint64_t(ti.tcpi_rto) + 2ull * ti.tcpi_rtt) * 1000ull;
-    SR_DEBUG("fd %d: tcp unacked %u retransmits %u backoff %u probes %u rto %u us rtt %u us "
-             "last ack %u ms ago, total retrans %u: %s",
-             fd_.get(), ti.tcpi_unacked, ti.tcpi_retransmits, ti.tcpi_backoff, ti.tcpi_probes,
-             ti.tcpi_rto, ti.tcpi_rtt, ti.tcpi_last_ack_recv, ti.tcpi_total_retrans,
-             h.answering ? "answering" : "silent");
+    SR_DEBUG(
+        "fd %d: tcp unacked %u retransmits %u backoff %u probes %u rto %u us rtt %u us "
+        "last ack %u ms ago, total retrans %u: %s",
+        fd_.get(), ti.tcpi_unacked, ti.tcpi_retransmits, ti.tcpi_backoff, ti.tcpi_probes,
+        ti.tcpi_rto, ti.tcpi_rtt, ti.tcpi_last_ack_recv, ti.tcpi_total_retrans,
+        h.answering ? "answering" : "silent");
     return h;
 }
 

@@ -856,11 +856,12 @@ void Qp::on_timer() {
                 break;
             }
         }
-        SR_DEBUG("qp %u: retry budget exhausted: %llu ms since progress, budget %llu ms, "
-                 "%u in flight of %u, stream %d, tx blocked %d",
-                 qp_base.qp_num, (unsigned long long)((now - last_progress_ns_) / 1'000'000),
-                 (unsigned long long)(retry_budget_ns(false) / 1'000'000), sq_tx_, sq_count_,
-                 stream_ != nullptr, tx_blocked_);
+        SR_DEBUG(
+            "qp %u: retry budget exhausted: %llu ms since progress, budget %llu ms, "
+            "%u in flight of %u, stream %d, tx blocked %d",
+            qp_base.qp_num, (unsigned long long)((now - last_progress_ns_) / 1'000'000),
+            (unsigned long long)(retry_budget_ns(false) / 1'000'000), sq_tx_, sq_count_,
+            stream_ != nullptr, tx_blocked_);
         move_to_error(lk);
         return;
     }

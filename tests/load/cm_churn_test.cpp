@@ -28,10 +28,10 @@ constexpr int kTimeLimitS = 150;  // takes 25-35 s on 2 busy vCPUs
 constexpr int64_t kRssGrowthLimitKiB = 8 * 1024;
 // The allocator's bytes in use are a finer measure than RSS. Identical rounds still grow it a
 // little, then stop (containers reaching their working size, presumably): measured +0.6 MiB
-// on each side by round 10, flat from round 12 and slightly lower by round 24. (This used to swing in a 3 MiB
-// band: a destroyed QP's 8 KiB stayed allocated while a timer due later still referred to
-// it, because the object shared its allocation with the reference count. Now they are
-// separate.) A leak of 256 bytes per connection over rounds 2..10 exceeds 2 MiB.
+// on each side by round 10, flat from round 12 and slightly lower by round 24. (This used to swing
+// in a 3 MiB band: a destroyed QP's 8 KiB stayed allocated while a timer due later still referred
+// to it, because the object shared its allocation with the reference count. Now they are separate.)
+// A leak of 256 bytes per connection over rounds 2..10 exceeds 2 MiB.
 constexpr int64_t kHeapGrowthLimitKiB = 2 * 1024;
 
 // Compares the two snapshots of one process; the fds and threads must be back exactly.

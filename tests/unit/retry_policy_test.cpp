@@ -10,10 +10,14 @@ constexpr uint64_t kMs = 1'000'000;
 
 // The CM's default: timeout 17 (0.54 s) x 8 attempts = 4.3 s; at TCP's 200 ms minimum RTO the
 // attempts last no less, so both budgets are 4.3 s.
-RetryBudget cm_default() { return {1000 * kMs, 4295 * kMs, 4295 * kMs, 7}; }
+RetryBudget cm_default() {
+    return {1000 * kMs, 4295 * kMs, 4295 * kMs, 7};
+}
 
 // timeout 14 (67 ms) x 3 attempts: 0.2 s as hardware counts, 0.6 s at TCP's pace.
-RetryBudget short_budget() { return {1000 * kMs, 201 * kMs, 600 * kMs, 2}; }
+RetryBudget short_budget() {
+    return {1000 * kMs, 201 * kMs, 600 * kMs, 2};
+}
 
 PathHealth silent(uint32_t retransmits, uint64_t next_ms) {
     return {false, retransmits, next_ms * kMs};
@@ -43,8 +47,7 @@ TEST(RetryPolicy, TheExtraWaitEndsAfterOneMoreBudget) {
     const RetryBudget b = cm_default();
     const uint64_t last_chance = b.last_progress_ns + 2 * b.tcp_ns;
     // TCP's next attempt would come after the last chance: look then, not later.
-    EXPECT_EQ(retry_grace_until(b, silent(5, 6400), b.last_progress_ns + 6200 * kMs),
-              last_chance);
+    EXPECT_EQ(retry_grace_until(b, silent(5, 6400), b.last_progress_ns + 6200 * kMs), last_chance);
     // At the last chance, with still no answer: give up.
     EXPECT_EQ(retry_grace_until(b, silent(5, 6400), last_chance), 0u);
 }
