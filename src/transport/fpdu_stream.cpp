@@ -97,24 +97,7 @@ FpduStream::FpduStream(UniqueFd fd, bool crc)
 }
 
 PathHealth FpduStream::path_health(uint64_t recent_ns) const {
-    PathHealth h;
-    tcp_info ti{};
-    socklen_t len = sizeof ti;
-    if (getsockopt(fd_.get(), IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) return h;
-    // Every byte we sent is acknowledged and no window probe is pending, or the peer's kernel
-    // acknowledged something lately (a lossy path that still delivers).
-    const bool caught_up = ti.tcpi_unacked == 0 && ti.tcpi_probes == 0 && ti.tcpi_backoff == 0 &&
-                           ti.tcpi_retransmits == 0;
-    h.answering = caught_up || uint64_t(ti.tcpi_last_ack_recv) * 1'000'000ull < recent_ns;
-    h.retransmits = std::max<uint32_t>(ti.tcpi_retransmits, ti.tcpi_probes);
-    h.next_attempt_ns = (uint64_t(ti.tcpi_rto) + 2ull * ti.tcpi_rtt) * 1000ull;
-    SR_DEBUG(
-        "fd %d: tcp unacked %u retransmits %u backoff %u probes %u rto %u us rtt %u us "
-        "last ack %u ms ago, total retrans %u: %s",
-        fd_.get(), ti.tcpi_unacked, ti.tcpi_retransmits, ti.tcpi_backoff, ti.tcpi_probes,
-        ti.tcpi_rto, ti.tcpi_rtt, ti.tcpi_last_ack_recv, ti.tcpi_total_retrans,
-        h.answering ? "answering" : "silent");
-    return h;
+    return tcp_path_health(fd_.get(), recent_ns);
 }
 
 namespace {

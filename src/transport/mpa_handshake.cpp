@@ -101,6 +101,11 @@ std::shared_ptr<MpaHandshake> MpaHandshake::start_passive(UniqueFd fd, Decide de
     return h;
 }
 
+PathHealth MpaHandshake::path_health(uint64_t recent_ns) {
+    std::lock_guard lk(mu_);
+    return tcp_path_health(fd_.get(), recent_ns);
+}
+
 void MpaHandshake::cancel() {
     std::unique_lock lk(mu_);
     done_ = nullptr;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/unique_fd.h"
+#include "transport/path_health.h"
 #include "transport/progress_engine.h"
 #include "wire/mpa.h"
 
@@ -43,6 +44,8 @@ class MpaHandshake : public Pollable, public std::enable_shared_from_this<MpaHan
                                                        uint64_t deadline_ns, Done done);
     // Stops the exchange; `done` is not called afterwards.
     void cancel();
+    // TCP's view of the connection being made (see tcp_path_health).
+    PathHealth path_health(uint64_t recent_ns);
     // Answers a held passive exchange. False if it is no longer waiting (peer gone, timeout).
     bool respond(std::vector<uint8_t> reply, bool accepted);
     // Keeps a held exchange open until `deadline_ns` (a reply deliberately held back).

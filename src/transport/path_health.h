@@ -12,4 +12,8 @@ struct PathHealth {
     uint64_t next_attempt_ns = 0;  // an upper bound on the wait for TCP's next attempt's answer
 };
 
+// Asks TCP (TCP_INFO, a syscall) about the connection on `fd`; `recent_ns` is how recent an
+// acknowledgement must be to count as an answer.
+PathHealth tcp_path_health(int fd, uint64_t recent_ns);
+
 }  // namespace softrdma::transport

@@ -648,9 +648,12 @@ uint64_t Qp::retry_deadline_ns() const {
 
 // The budget ran out: ask TCP (a syscall, never on the data path); retry_policy.cpp decides.
 bool Qp::grant_retry_grace(uint64_t now) {
-    if (!stream_) return false;
+    // Before the stream is up, the connection being made speaks for the peer: a peer stopped
+    // in mid-handshake still has a kernel that takes our bytes.
+    if (!stream_ && !handshake_) return false;
     grace_epoch_ = last_progress_ns_;
-    const PathHealth path = stream_->path_health(retry_budget_ns(false));
+    const PathHealth path = stream_ ? stream_->path_health(retry_budget_ns(false))
+                                    : handshake_->path_health(retry_budget_ns(false));
     const RetryBudget b{last_progress_ns_, retry_budget_ns(false), retry_budget_ns(true),
                         attr_.retry_cnt};
     grace_until_ns_ = retry_grace_until(b, path, now);

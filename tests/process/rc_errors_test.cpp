@@ -260,6 +260,12 @@ TEST(RcErrors, StoppedPeerIsNotDead) {
         o.retry_cnt = 2;  // a 50 ms budget
         Endpoint ep(o);
         ep.exchange_and_connect(oob);
+        // The connection carries a first WRITE before the peer stops: RTS on both sides does
+        // not mean the QPs' TCP connection is up yet, and a peer stopped before it answered
+        // our dial leaves nothing that speaks for it (seen under load).
+        PCHECK(ep.post(IBV_WR_RDMA_WRITE, 0, 64, 64, 64) == 0);
+        PCHECK_EQ(ep.wait_wc(5000).status, IBV_WC_SUCCESS);
+        oob.put<char>('s');
         // Post only once the peer is really stopped: a peer still running (a loaded machine
         // is slow to fork the helper) would rightly complete the WRITE at once.
         PCHECK(wait_stopped(oob.get<pid_t>(), 5000));
@@ -279,6 +285,7 @@ TEST(RcErrors, StoppedPeerIsNotDead) {
         Endpoint ep;
         std::memset(ep.buf, 0, 64);
         ep.exchange_and_connect(oob);
+        (void)oob.get<char>();  // the connection is up
         oob.put<pid_t>(getpid());
         // Stop the whole process (engine thread included); a helper continues it on request.
         const pid_t self = getpid();
