@@ -308,6 +308,54 @@ TEST(RcErrors, StoppedPeerIsNotDead) {
     EXPECT_EQ(r.status_b, 0);
 }
 
+// As above, but the peer stops before its QP answered our dial: the QPs' TCP connection is
+// made (the peer's kernel accepts it and takes our hello) but its handshake cannot finish.
+// That connection speaks for the peer, so the WRITE waits, then completes. The side with the
+// smaller QPN dials (same GID), so the roles follow the QPNs.
+TEST(RcErrors, PeerStoppedBeforeAnsweringOurDialIsNotDead) {
+    auto side = [](Oob &oob) {
+        EpOptions o;
+        o.timeout = 12;   // 16.8 ms
+        o.retry_cnt = 2;  // a 50 ms budget
+        Endpoint ep(o);
+        oob.put(ep.local());
+        const Wire peer = oob.get<Wire>();
+        if (ep.local().qpn > peer.qpn) {  // the side that is dialed, and stops
+            std::memset(ep.buf, 0, 64);
+            ep.connect(peer);
+            const pid_t self = getpid();
+            oob.put<pid_t>(self);
+            const pid_t helper = fork();
+            if (helper == 0) {
+                Oob o2 = oob;
+                (void)o2.get<char>();
+                kill(self, SIGCONT);
+                _exit(0);
+            }
+            raise(SIGSTOP);
+            waitpid(helper, nullptr, 0);
+            oob.barrier();
+            for (int i = 0; i < 64; ++i) PCHECK_EQ(ep.buf[i], uint8_t(0x50 + i));
+            return 0;
+        }
+        PCHECK(wait_stopped(oob.get<pid_t>(), 5000));
+        ep.connect(peer);  // RTR: dials the stopped peer
+        for (int i = 0; i < 64; ++i) ep.buf[i] = uint8_t(0x50 + i);
+        PCHECK(ep.post(IBV_WR_RDMA_WRITE, 1, 0, 64, 0) == 0);
+        const bool quiet = ep.quiet_for(300);  // no completion, and no RETRY_EXC_ERR either
+        oob.put<char>('c');                    // let it run again, whatever happened
+        PCHECK(quiet);
+        PCHECK_EQ(ep.wait_wc(5000).status, IBV_WC_SUCCESS);
+        PCHECK_EQ(ep.qp_state(), IBV_QPS_RTS);
+        oob.barrier();
+        return 0;
+    };
+    const PairResult r = run_pair(side, side);
+    EXPECT_FALSE(r.timed_out);
+    EXPECT_EQ(r.status_a, 0);
+    EXPECT_EQ(r.status_b, 0);
+}
+
 TEST(RcErrors, ErrorStateFlushesEverything) {
     auto a = [](Oob &oob) {
         Endpoint ep;
