@@ -174,6 +174,18 @@ TEST(Cm, RejectWithPrivateDataAndLimits) {
     EXPECT_PAIR_OK(run_pair(server, client));
 }
 
+// Connects a resolved id where nothing listens: REJECTED with the IB CM's "invalid service ID";
+// then frees the id and its channel.
+static int connect_refused(rdma_event_channel *ch, rdma_cm_id *id) {
+    PCHECK(rdma_connect(id, nullptr) == 0);
+    rdma_cm_event *ev = wait_event(ch, RDMA_CM_EVENT_REJECTED);
+    PCHECK_EQ(ev->status, 8);  // IB_CM_REJ_INVALID_SERVICE_ID
+    rdma_ack_cm_event(ev);
+    PCHECK(rdma_destroy_id(id) == 0);
+    rdma_destroy_event_channel(ch);
+    return 0;
+}
+
 TEST(Cm, NothingListensRejectedWithInvalidServiceId) {
     auto client = [](Oob &) {
         rdma_event_channel *ch = rdma_create_event_channel();
@@ -185,13 +197,7 @@ TEST(Cm, NothingListensRejectedWithInvalidServiceId) {
         const uint16_t port = ntohs(rdma_get_src_port(probe));
         PCHECK(rdma_destroy_id(probe) == 0);
         rdma_cm_id *id = resolved_id(ch, port);
-        PCHECK(rdma_connect(id, nullptr) == 0);
-        rdma_cm_event *ev = wait_event(ch, RDMA_CM_EVENT_REJECTED);
-        PCHECK_EQ(ev->status, 8);  // IB_CM_REJ_INVALID_SERVICE_ID
-        rdma_ack_cm_event(ev);
-        PCHECK(rdma_destroy_id(id) == 0);
-        rdma_destroy_event_channel(ch);
-        return 0;
+        return connect_refused(ch, id);
     };
     EXPECT_PAIR_OK(run_pair(client, [](Oob &) { return 0; }));
 }
@@ -213,13 +219,7 @@ TEST(Cm, ConnectionToItselfIsRefused) {
         PCHECK(rdma_resolve_route(id, 2000) == 0);
         rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_ROUTE_RESOLVED));
         PCHECK_EQ(rdma_get_src_port(id), rdma_get_dst_port(id));
-        PCHECK(rdma_connect(id, nullptr) == 0);
-        rdma_cm_event *ev = wait_event(ch, RDMA_CM_EVENT_REJECTED);
-        PCHECK_EQ(ev->status, 8);  // IB_CM_REJ_INVALID_SERVICE_ID
-        rdma_ack_cm_event(ev);
-        PCHECK(rdma_destroy_id(id) == 0);
-        rdma_destroy_event_channel(ch);
-        return 0;
+        return connect_refused(ch, id);
     };
     EXPECT_PAIR_OK(run_pair(client, [](Oob &) { return 0; }));
 }

@@ -249,6 +249,22 @@ static bool wait_stopped(pid_t pid, int ms) {
     return false;
 }
 
+// Tells the peer our PID, then stops the whole process (engine thread included) until the
+// peer sends a char: a forked helper waits for it and continues us.
+static void stop_until_continued(Oob &oob) {
+    const pid_t self = getpid();
+    oob.put<pid_t>(self);
+    const pid_t helper = fork();
+    if (helper == 0) {
+        Oob o2 = oob;
+        (void)o2.get<char>();
+        kill(self, SIGCONT);
+        _exit(0);
+    }
+    raise(SIGSTOP);
+    waitpid(helper, nullptr, 0);
+}
+
 // The peer process is stopped (SIGSTOP, a debugger, a starved machine) for six times the
 // retry budget, but its kernel still takes our bytes. A NIC would have acknowledged the WRITE
 // whatever its host's CPU was doing, so the connection is not declared dead: the WRITE
@@ -286,18 +302,7 @@ TEST(RcErrors, StoppedPeerIsNotDead) {
         std::memset(ep.buf, 0, 64);
         ep.exchange_and_connect(oob);
         (void)oob.get<char>();  // the connection is up
-        oob.put<pid_t>(getpid());
-        // Stop the whole process (engine thread included); a helper continues it on request.
-        const pid_t self = getpid();
-        const pid_t helper = fork();
-        if (helper == 0) {
-            Oob o2 = oob;
-            (void)o2.get<char>();
-            kill(self, SIGCONT);
-            _exit(0);
-        }
-        raise(SIGSTOP);
-        waitpid(helper, nullptr, 0);
+        stop_until_continued(oob);
         oob.barrier();
         for (int i = 0; i < 64; ++i) PCHECK_EQ(ep.buf[i], uint8_t(0xa0 + i));
         return 0;
@@ -323,17 +328,7 @@ TEST(RcErrors, PeerStoppedBeforeAnsweringOurDialIsNotDead) {
         if (ep.local().qpn > peer.qpn) {  // the side that is dialed, and stops
             std::memset(ep.buf, 0, 64);
             ep.connect(peer);
-            const pid_t self = getpid();
-            oob.put<pid_t>(self);
-            const pid_t helper = fork();
-            if (helper == 0) {
-                Oob o2 = oob;
-                (void)o2.get<char>();
-                kill(self, SIGCONT);
-                _exit(0);
-            }
-            raise(SIGSTOP);
-            waitpid(helper, nullptr, 0);
+            stop_until_continued(oob);
             oob.barrier();
             for (int i = 0; i < 64; ++i) PCHECK_EQ(ep.buf[i], uint8_t(0x50 + i));
             return 0;
