@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sched.h>
 #include <sys/resource.h>
 #include <sys/epoll.h>
@@ -53,7 +54,14 @@ ProgressEngine::ProgressEngine()
     ev.data.fd = wakefd_.get();
     epoll_ctl(epfd_.get(), EPOLL_CTL_ADD, wakefd_.get(), &ev);
     presize_fd_table(wakefd_.get());
+    // Our thread lives in other people's processes: it must never be the one a process-directed
+    // signal lands on (a server that blocks SIGTERM everywhere to sigwait() for it would lose
+    // it to us). Blocked before the thread exists, so it is never without the mask.
+    sigset_t all, previous;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &previous);
     thread_ = std::thread([this] { run(); });
+    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
     pthread_setname_np(thread_.native_handle(), "softrdma-prog");
 }
 
