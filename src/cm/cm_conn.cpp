@@ -44,6 +44,16 @@ uint8_t clamp_rd(uint8_t v) {
     return std::min<uint8_t>(v, verbs::kMaxRdAtomic);
 }
 
+// rdma-core's rules for the READ depths of rdma_connect/rdma_accept on RDMA_PS_TCP ids: 0xFF
+// (RDMA_MAX_RESP_RES, RDMA_MAX_INIT_DEPTH) asks for the most the device allows, a larger
+// explicit value is refused, 0 is allowed; a NULL parameter set needs a QP.
+bool conn_param_valid(const CmId &id, const rdma_conn_param *p) {
+    if (id.ps != RDMA_PS_TCP) return true;
+    if (!p) return id.qp != nullptr;
+    const auto ok = [](uint8_t v) { return v == 0xFF || v <= verbs::kMaxRdAtomic; };
+    return ok(p->responder_resources) && ok(p->initiator_depth);
+}
+
 constexpr uint64_t kRefusedGraceNs = 1'000'000'000;  // re-dial a refused connect this long
 constexpr uint64_t kRedialDelayNs = 5'000'000;
 
@@ -421,9 +431,12 @@ void CmId::on_timer() {
 // mu held.
 int dial_first(CmId &id, const rdma_conn_param *param) {
     rdma_conn_param p{};
+    p.responder_resources = RDMA_MAX_RESP_RES;  // no parameters: the device's limits
+    p.initiator_depth = RDMA_MAX_INIT_DEPTH;
     p.retry_count = 7;
     p.rnr_retry_count = 7;
     if (param) p = *param;
+    if (!conn_param_valid(id, param)) return fail(EINVAL);
     if (p.private_data_len > kConnectPrivateData || (p.private_data_len && !p.private_data))
         return fail(EINVAL);
     id.conn = p;
@@ -483,8 +496,12 @@ int accept(rdma_cm_id *raw, rdma_conn_param *param) {
         if (param && (param->private_data_len > kAcceptPrivateData ||
                       (param->private_data_len && !param->private_data)))
             return fail(EINVAL);
+        if (!conn_param_valid(id, param)) return fail(EINVAL);
+        // The application's limits (0xFF or no parameters: the device's), bounded by what the
+        // requester asked for.
+        id.conn.responder_resources = clamp_rd(id.conn.responder_resources);
+        id.conn.initiator_depth = clamp_rd(id.conn.initiator_depth);
         if (param) {
-            // The application's limits, bounded by what the requester asked for.
             id.conn.responder_resources =
                 std::min(clamp_rd(param->responder_resources), id.conn.responder_resources);
             id.conn.initiator_depth =

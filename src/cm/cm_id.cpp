@@ -185,10 +185,12 @@ void CmId::post_event(rdma_cm_event_type type, int status, const void *pd, size_
         ev->param.ud.qp_num = ud->qp_num;
         ev->param.ud.qkey = ud->qkey;
     } else {
-        ev->param.conn.responder_resources = conn.responder_resources;
-        ev->param.conn.initiator_depth = conn.initiator_depth;
-        ev->param.conn.retry_count = conn.retry_count;
-        ev->param.conn.rnr_retry_count = conn.rnr_retry_count;
+        // A CONNECT_REQUEST (posted on the listener) reports the new id's request.
+        const rdma_conn_param &c = ev->new_id ? ev->new_id->conn : conn;
+        ev->param.conn.responder_resources = c.responder_resources;
+        ev->param.conn.initiator_depth = c.initiator_depth;
+        ev->param.conn.retry_count = c.retry_count;
+        ev->param.conn.rnr_retry_count = c.rnr_retry_count;
     }
     CM_LOG("id %p: event %s status %d", static_cast<void *>(ev->id), event_str(type), status);
     chan->push(std::move(ev));  // CONNECT_REQUEST too: it arrives on the listener's channel

@@ -58,7 +58,9 @@ static int connect_to(const char *ip, int port) {
     rdma_ack_cm_event(ev);
     if (rdma_resolve_route(id, 2000) || rdma_get_cm_event(ch, &ev)) return 6;
     rdma_ack_cm_event(ev);
-    if (rdma_connect(id, nullptr) || rdma_get_cm_event(ch, &ev)) return 7;
+    rdma_conn_param p{};  // no QP: rdma-core needs parameters
+    p.responder_resources = p.initiator_depth = 1;
+    if (rdma_connect(id, &p) || rdma_get_cm_event(ch, &ev)) return 7;
     std::printf("EVENT %s %d\n", rdma_event_str(ev->event), ev->status);
     rdma_ack_cm_event(ev);
     rdma_destroy_id(id);

@@ -149,7 +149,8 @@ TEST(CmConcurrency, BacklogHoldsRequests) {
         rdma_cm_id *ids[2];
         for (auto &id : ids) {
             id = resolved_id(ch, port);
-            PCHECK(rdma_connect(id, nullptr) == 0);
+            rdma_conn_param p = qp_less_param();
+            PCHECK(rdma_connect(id, &p) == 0);
         }
         oob.barrier();
         for (int i = 0; i < 2; ++i) {

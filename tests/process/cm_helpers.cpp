@@ -46,6 +46,16 @@ rdma_cm_id *listen_any(rdma_event_channel *ch, Oob &oob, rdma_port_space ps) {
     return l;
 }
 
+rdma_conn_param qp_less_param(uint32_t qp_num) {
+    rdma_conn_param p{};
+    p.responder_resources = 1;
+    p.initiator_depth = 1;
+    p.retry_count = 7;
+    p.rnr_retry_count = 7;
+    p.qp_num = qp_num;
+    return p;
+}
+
 rdma_cm_id *resolved_id(rdma_event_channel *ch, uint16_t port, rdma_port_space ps) {
     rdma_cm_id *id;
     PCHECK(rdma_create_id(ch, &id, nullptr, ps) == 0);

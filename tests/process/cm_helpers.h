@@ -14,6 +14,9 @@ rdma_cm_event *next_event(rdma_event_channel *ch, int timeout_ms = 15000);
 // The next event, which must be `want` (the child exits 4 otherwise).
 rdma_cm_event *wait_event(rdma_event_channel *ch, rdma_cm_event_type want, int timeout_ms = 10000);
 sockaddr_in loopback(uint16_t port);
+// Connection parameters for an id without a QP of the CM's (rdma-core refuses NULL there):
+// READ depth 1, the default retry counts, `qp_num` for an application's own QP.
+rdma_conn_param qp_less_param(uint32_t qp_num = 0);
 // Server side: an id of `ps` listening on an allocated loopback port, told to the peer.
 rdma_cm_id *listen_any(rdma_event_channel *ch, Oob &oob, rdma_port_space ps = RDMA_PS_TCP);
 // Client side: an id of `ps` with address and route resolved to the server's port.

@@ -177,7 +177,8 @@ TEST(Cm, RejectWithPrivateDataAndLimits) {
 // Connects a resolved id where nothing listens: REJECTED with the IB CM's "invalid service ID";
 // then frees the id and its channel.
 static int connect_refused(rdma_event_channel *ch, rdma_cm_id *id) {
-    PCHECK(rdma_connect(id, nullptr) == 0);
+    rdma_conn_param p = qp_less_param();
+    PCHECK(rdma_connect(id, &p) == 0);
     rdma_cm_event *ev = wait_event(ch, RDMA_CM_EVENT_REJECTED);
     PCHECK_EQ(ev->status, 8);  // IB_CM_REJ_INVALID_SERVICE_ID
     rdma_ack_cm_event(ev);
@@ -483,7 +484,10 @@ TEST(Cm, SyncEndpoints) {
         rdma_cm_id *id2;
         PCHECK(rdma_create_ep(&id2, res, nullptr, nullptr) == 0);
         errno = 0;
-        PCHECK(rdma_connect(id2, nullptr) == -1);
+        PCHECK(rdma_connect(id2, nullptr) == -1);  // no QP and no parameters, as in rdma-core
+        PCHECK_EQ(errno, EINVAL);
+        rdma_conn_param cp = qp_less_param();
+        PCHECK(rdma_connect(id2, &cp) == -1);
         PCHECK_EQ(errno, ECONNREFUSED);
         PCHECK(id2->event && id2->event->event == RDMA_CM_EVENT_REJECTED);
         oob.barrier();
@@ -745,6 +749,73 @@ TEST(Cm, ReadNeedsResponderResources) {
     EXPECT_PAIR_OK(run_pair(server, client));
 }
 
+// rdma_connect without parameters asks for the device's READ depths (rdma-core's 0xFF), so the
+// passive side may READ from the active one; an explicit depth above the device's is refused.
+TEST(Cm, ConnectWithoutParametersServesReads) {
+    auto server = [](Oob &oob) {
+        rdma_event_channel *ch = rdma_create_event_channel();
+        rdma_cm_id *l = listen_any(ch, oob);
+        rdma_cm_event *ev = wait_event(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+        rdma_cm_id *c = ev->id;
+        // Seen from here: the requester's initiator depth is what we must serve, and the
+        // other way round; both are the device's (16) as no parameters were given.
+        PCHECK_EQ(ev->param.conn.responder_resources, 16);
+        PCHECK_EQ(ev->param.conn.initiator_depth, 16);
+        rdma_ack_cm_event(ev);
+        ibv_qp_init_attr qa = qp_attr();
+        PCHECK(rdma_create_qp(c, nullptr, &qa) == 0);
+        rdma_conn_param p{};
+        p.responder_resources = RDMA_MAX_RESP_RES;
+        p.initiator_depth = RDMA_MAX_INIT_DEPTH;
+        PCHECK(rdma_accept(c, &p) == 0);
+        rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_ESTABLISHED));
+        const auto addr = oob.get<uint64_t>();
+        const auto rkey = oob.get<uint32_t>();
+        char buf[16] = {};
+        ibv_mr *mr = rdma_reg_msgs(c, buf, sizeof buf);
+        PCHECK(rdma_post_read(c, nullptr, buf, 9, mr, IBV_SEND_SIGNALED, addr, rkey) == 0);
+        ibv_wc wc;
+        PCHECK(rdma_get_send_comp(c, &wc) == 1);
+        PCHECK_EQ(wc.status, IBV_WC_SUCCESS);
+        PCHECK(std::memcmp(buf, "read me!", 9) == 0);
+        oob.barrier();
+        rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_DISCONNECTED));
+        rdma_dereg_mr(mr);
+        rdma_destroy_qp(c);
+        rdma_destroy_id(c);
+        rdma_destroy_id(l);
+        return 0;
+    };
+    auto client = [](Oob &oob) {
+        rdma_event_channel *ch = rdma_create_event_channel();
+        rdma_cm_id *id = resolved_id(ch, oob.get<uint16_t>());
+        ibv_qp_init_attr qa = qp_attr();
+        PCHECK(rdma_create_qp(id, nullptr, &qa) == 0);
+        rdma_conn_param too_deep = qp_less_param();
+        too_deep.responder_resources = 17;
+        errno = 0;
+        PCHECK(rdma_connect(id, &too_deep) == -1);
+        PCHECK_EQ(errno, EINVAL);
+        too_deep = qp_less_param();
+        too_deep.initiator_depth = 17;
+        PCHECK(rdma_connect(id, &too_deep) == -1);
+        PCHECK(rdma_connect(id, nullptr) == 0);
+        rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_ESTABLISHED));
+        static char buf[16] = "read me!";
+        ibv_mr *mr = ibv_reg_mr(id->pd, buf, sizeof buf,
+                                IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+        oob.put<uint64_t>(uintptr_t(buf));
+        oob.put<uint32_t>(mr->rkey);
+        oob.barrier();  // the server has read
+        PCHECK(rdma_disconnect(id) == 0);
+        ibv_dereg_mr(mr);
+        rdma_destroy_qp(id);
+        rdma_destroy_id(id);
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(server, client));
+}
+
 // No QP on the active side: CONNECT_RESPONSE; the application's own QP, driven with
 // rdma_init_qp_attr, then completes the connection with rdma_establish (no event).
 TEST(Cm, ConnectResponseWithApplicationQp) {
@@ -780,7 +851,8 @@ TEST(Cm, ConnectResponseWithApplicationQp) {
         qa.send_cq = qa.recv_cq = cq;
         ibv_qp *qp = ibv_create_qp(pd, &qa);
         PCHECK(pd && cq && qp);
-        PCHECK(rdma_connect(id, nullptr) == 0);
+        rdma_conn_param cp = qp_less_param(qp->qp_num);
+        PCHECK(rdma_connect(id, &cp) == 0);
         rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_CONNECT_RESPONSE));
         PCHECK(rdma_establish(id) == -1 && errno == EINVAL);  // QP not ready yet
         for (ibv_qp_state st : {IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS}) {
