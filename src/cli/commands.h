@@ -1,0 +1,13 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// The subcommands of the `softrdma` tool; each takes the arguments after its name.
+#pragma once
+#include <string>
+
+namespace softrdma::cli {
+
+int run_command(int argc, char **argv);
+// Where our libibverbs.so.1 is: $SOFTRDMA_LIBDIR, else next to this program (a build tree's
+// lib/ or an installed prefix's lib/softrdma/); empty if neither holds it.
+std::string library_dir();
+
+}  // namespace softrdma::cli
