@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -27,6 +28,20 @@ bool is_wildcard(const sockaddr *sa) {
     if (sa->sa_family == AF_INET6)
         return IN6_IS_ADDR_UNSPECIFIED(&reinterpret_cast<const sockaddr_in6 *>(sa)->sin6_addr);
     return false;
+}
+
+bool is_loopback(const sockaddr *sa) {
+    if (sa->sa_family == AF_INET)
+        return (ntohl(reinterpret_cast<const sockaddr_in *>(sa)->sin_addr.s_addr) >> 24) == 127;
+    if (sa->sa_family == AF_INET6)
+        return IN6_IS_ADDR_LOOPBACK(&reinterpret_cast<const sockaddr_in6 *>(sa)->sin6_addr);
+    return false;
+}
+
+// The kernel's rdma_cm counts a loopback address as "any" (cma_any_addr): it binds to no
+// device, and it shares its port with no other address.
+bool is_any(const sockaddr *sa) {
+    return is_wildcard(sa) || is_loopback(sa);
 }
 
 uint16_t port_of(const sockaddr *sa) {
@@ -54,23 +69,46 @@ struct PortUse {
     int ps;
     uint16_t port;  // host order
     uint8_t gid[16];
-    bool wildcard;
+    bool any;  // wildcard or loopback
+    int family;
+    bool afonly;
 };
+
+// An id's RDMA_OPTION_ID_AFONLY, or the kernel's default: IPv4 ids keep to IPv4, IPv6 ids
+// follow net.ipv6.bindv6only.
+bool effective_afonly(const CmId &id, int family) {
+    if (id.afonly >= 0) return id.afonly != 0;
+    if (family == AF_INET) return true;
+    static const bool v6only = [] {
+        char c = '0';
+        if (FILE *f = std::fopen("/proc/sys/net/ipv6/bindv6only", "r")) {
+            c = char(std::fgetc(f));
+            std::fclose(f);
+        }
+        return c == '1';
+    }();
+    return v6only;
+}
 std::mutex g_ports_mu;
 std::vector<PortUse> &ports() {
     static auto *v = std::make_unique<std::vector<PortUse>>().release();
     return *v;
 }
 
-bool port_conflict(const CmId &id, int ps, uint16_t port, const uint8_t gid[16], bool wildcard) {
+// The kernel's cma_check_port: 0, or the errno that refuses `addr` on `port`.
+int port_conflict(const CmId &id, int ps, uint16_t port, const sockaddr *addr) {
+    uint8_t gid[16];
+    sockaddr_to_gid(addr, gid);
+    const bool afonly = effective_afonly(id, addr->sa_family);
     for (const PortUse &u : ports()) {
         if (u.port != port || u.ps != ps || u.id == &id) continue;
-        if (!wildcard && !u.wildcard && std::memcmp(u.gid, gid, 16) != 0) continue;
         const CmId &other = *u.id;
         if (id.reuseaddr && other.reuseaddr && other.state != State::kListen) continue;
-        return true;
+        if (afonly && u.afonly && u.family != addr->sa_family) continue;  // dual stack
+        if (is_any(addr) || u.any) return EADDRNOTAVAIL;
+        if (std::memcmp(u.gid, gid, 16) == 0) return EADDRINUSE;
     }
-    return false;
+    return 0;
 }
 
 // Reserves addr:port in the id's port space. Called with id.mu held.
@@ -78,11 +116,11 @@ int do_bind(CmId &id, const sockaddr *addr) {
     if (addr->sa_family != AF_INET && addr->sa_family != AF_INET6) return fail(EAFNOSUPPORT);
     const int type = id.ps == RDMA_PS_UDP || id.ps == RDMA_PS_IPOIB ? SOCK_DGRAM : SOCK_STREAM;
     const int ps = id.ps == RDMA_PS_IB ? RDMA_PS_TCP : id.ps;  // both are TCP ports here
-    uint8_t gid[16];
-    sockaddr_to_gid(addr, gid);
     std::lock_guard plk(g_ports_mu);
     const uint16_t want = ntohs(port_of(addr));
-    if (want && port_conflict(id, ps, want, gid, is_wildcard(addr))) return fail(EADDRINUSE);
+    if (want) {
+        if (const int e = port_conflict(id, ps, want, addr)) return fail(e);
+    }
     UniqueFd fd(::socket(addr->sa_family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
     if (!fd) return -1;
     int one = 1;
@@ -94,8 +132,9 @@ int do_bind(CmId &id, const sockaddr *addr) {
     const bool reuse_after = type == SOCK_STREAM && want == 0;
     if ((type == SOCK_STREAM && !reuse_after) || id.reuseaddr)
         setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (addr->sa_family == AF_INET6 && id.afonly >= 0) {
-        int v = id.afonly;
+    const bool afonly = effective_afonly(id, addr->sa_family);
+    if (addr->sa_family == AF_INET6) {
+        int v = afonly;
         setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &v, sizeof v);
     }
     if (type == SOCK_STREAM) setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -105,13 +144,15 @@ int do_bind(CmId &id, const sockaddr *addr) {
     socklen_t len = sizeof ss;
     getsockname(fd.get(), reinterpret_cast<sockaddr *>(&ss), &len);
     const uint16_t got = ntohs(port_of(reinterpret_cast<sockaddr *>(&ss)));
-    if (!want && port_conflict(id, ps, got, gid, is_wildcard(addr))) return fail(EADDRINUSE);
-    PortUse use{&id, ps, got, {}, is_wildcard(addr)};
-    std::memcpy(use.gid, gid, 16);
+    if (!want) {
+        if (const int e = port_conflict(id, ps, got, addr)) return fail(e);
+    }
+    PortUse use{&id, ps, got, {}, is_any(addr), addr->sa_family, afonly};
+    sockaddr_to_gid(addr, use.gid);
     ports().push_back(use);
     std::memcpy(&id.route.addr.src_storage, &ss, len);
     sockaddr_to_gid(&id.route.addr.src_addr, id.route.addr.addr.ibaddr.sgid.raw);
-    if (!is_wildcard(addr)) {
+    if (!is_any(addr)) {
         id.verbs = context_for_addr(addr);
         if (!id.verbs) return fail(ENODEV);
         id.port_num = 1;

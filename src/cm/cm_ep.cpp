@@ -40,20 +40,38 @@ void freeaddrinfo(rdma_addrinfo *res) {
     }
 }
 
-int getaddrinfo(const char *node, const char *service, const rdma_addrinfo *hints,
-                rdma_addrinfo **res) {
-    CM_LOG("getaddrinfo node %s service %s", node ? node : "-", service ? service : "-");
-    if (!res || (!node && !service)) return EAI_NONAME;
+namespace {
+
+// rdma-core returns getaddrinfo's own (negative) EAI code and leaves errno as it was, so
+// programs that perror() it printed "Success". The code stays (programs compare it); errno
+// now says what went wrong too.
+int eai_failure(int eai, const char *node, const char *service) {
+    CM_LOG("getaddrinfo %s %s: %s", node ? node : "-", service ? service : "-",
+           gai_strerror(eai));
+    switch (eai) {
+        case EAI_SYSTEM: break;  // errno is already the cause
+        case EAI_MEMORY: errno = ENOMEM; break;
+        case EAI_AGAIN: errno = EAGAIN; break;
+        case EAI_FAMILY: errno = EAFNOSUPPORT; break;
+        case EAI_BADFLAGS:
+        case EAI_SOCKTYPE:
+        case EAI_SERVICE: errno = EINVAL; break;
+        default: errno = EADDRNOTAVAIL; break;  // no such host or address
+    }
+    return eai;
+}
+
+// The resolved addresses of `node`/`service`, one entry per address.
+int resolve(const char *node, const char *service, const rdma_addrinfo *hints, int flags,
+            rdma_addrinfo *&head) {
     addrinfo h{};
     int ps = RDMA_PS_TCP;
     int qpt = IBV_QPT_RC;
-    int flags = 0;
     if (hints) {
-        flags = hints->ai_flags;
         h.ai_family = hints->ai_family;
         if (hints->ai_port_space) ps = hints->ai_port_space;
         if (hints->ai_qp_type) qpt = hints->ai_qp_type;
-        if (hints->ai_family == AF_IB) return EAI_FAMILY;
+        if (hints->ai_family == AF_IB) return eai_failure(EAI_FAMILY, node, service);
     }
     if (ps == RDMA_PS_UDP || ps == RDMA_PS_IPOIB || qpt == IBV_QPT_UD) {
         ps = ps == RDMA_PS_TCP ? RDMA_PS_UDP : ps;
@@ -64,11 +82,9 @@ int getaddrinfo(const char *node, const char *service, const rdma_addrinfo *hint
     }
     if (flags & RAI_PASSIVE) h.ai_flags |= AI_PASSIVE;
     if (flags & RAI_NUMERICHOST) h.ai_flags |= AI_NUMERICHOST;
-    if (flags & RAI_FAMILY) h.ai_family = hints ? hints->ai_family : AF_UNSPEC;
     addrinfo *gai = nullptr;
-    const int ret = ::getaddrinfo(node, service, &h, &gai);
-    if (ret) return ret;  // the raw EAI code, as rdma-core returns
-    rdma_addrinfo *head = nullptr, **tail = &head;
+    if (const int ret = ::getaddrinfo(node, service, &h, &gai)) return eai_failure(ret, node, service);
+    rdma_addrinfo **tail = &head;
     for (addrinfo *a = gai; a; a = a->ai_next) {
         auto *r = static_cast<rdma_addrinfo *>(std::calloc(1, sizeof(rdma_addrinfo)));
         if (!r) break;
@@ -84,16 +100,46 @@ int getaddrinfo(const char *node, const char *service, const rdma_addrinfo *hint
             r->ai_dst_len = a->ai_addrlen;
             r->ai_dst_addr = copy_bytes<sockaddr>(a->ai_addr, a->ai_addrlen);
             r->ai_dst_canonname = dup_str(a->ai_canonname);
-            if (hints && hints->ai_src_addr && hints->ai_src_len) {
-                r->ai_src_len = hints->ai_src_len;
-                r->ai_src_addr = copy_bytes<sockaddr>(hints->ai_src_addr, hints->ai_src_len);
-            }
         }
         *tail = r;
         tail = &r->ai_next;
     }
     ::freeaddrinfo(gai);
-    if (!head) return EAI_MEMORY;
+    return head ? 0 : eai_failure(EAI_MEMORY, node, service);
+}
+
+}  // namespace
+
+int getaddrinfo(const char *node, const char *service, const rdma_addrinfo *hints,
+                rdma_addrinfo **res) {
+    CM_LOG("getaddrinfo node %s service %s", node ? node : "-", service ? service : "-");
+    if (!res || (!node && !service && !hints)) return fail(EINVAL);
+    rdma_addrinfo *head = nullptr;
+    if (node || service) {
+        if (const int ret = resolve(node, service, hints, hints ? hints->ai_flags : 0, head))
+            return ret;
+    } else {
+        // Nothing to resolve: the answer is the hints' own addresses (libfabric's passive
+        // endpoints ask this way, with only ai_src_addr set).
+        head = static_cast<rdma_addrinfo *>(std::calloc(1, sizeof(rdma_addrinfo)));
+        if (!head) return fail(ENOMEM);
+        head->ai_flags = hints->ai_flags;
+        head->ai_family = hints->ai_family;
+        head->ai_qp_type = hints->ai_qp_type;
+        head->ai_port_space = hints->ai_port_space;
+        if (hints->ai_dst_len && hints->ai_dst_addr) {
+            head->ai_dst_len = hints->ai_dst_len;
+            head->ai_dst_addr = copy_bytes<sockaddr>(hints->ai_dst_addr, hints->ai_dst_len);
+        }
+    }
+    // A source address in the hints goes to every answer that has none of its own.
+    if (hints && hints->ai_src_len && hints->ai_src_addr) {
+        for (rdma_addrinfo *r = head; r; r = r->ai_next) {
+            if (r->ai_src_len) continue;
+            r->ai_src_len = hints->ai_src_len;
+            r->ai_src_addr = copy_bytes<sockaddr>(hints->ai_src_addr, hints->ai_src_len);
+        }
+    }
     *res = head;
     return 0;
 }

@@ -388,6 +388,13 @@ int destroy_id(rdma_cm_id *raw) {
 int migrate_id(rdma_cm_id *raw, rdma_event_channel *ch) {
     if (!raw) return fail(EINVAL);
     CmId *id = CmId::from(raw);
+    // A sync id keeps its last event for the caller to read; nobody will ack it once the id
+    // moves, so it is acked here, as rdma-core does.
+    if (id->sync && raw->event) {
+        rdma_cm_event *held = raw->event;
+        raw->event = nullptr;
+        ack_cm_event(held);
+    }
     std::unique_lock lk(id->mu);
     id->cv.wait(lk, [&] { return id->events_acked >= id->events_reported; });
     if (ch) {

@@ -12,7 +12,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
+#include <future>
 #include <thread>
 #include <vector>
 
@@ -531,7 +533,7 @@ TEST(CmLocal, StateErrorsOptionsChannelsAndAcks) {
         rdma_cm_id *id2;
         PCHECK(rdma_create_id(ch, &id2, nullptr, RDMA_PS_TCP) == 0);
         errno = 0;
-        PCHECK(rdma_bind_addr(id2, reinterpret_cast<sockaddr *>(&a)) == -1 && errno == EADDRINUSE);
+        PCHECK(rdma_bind_addr(id2, reinterpret_cast<sockaddr *>(&a)) == -1 && errno == EADDRNOTAVAIL);  // loopback is "any"
         PCHECK(rdma_bind_addr(id, reinterpret_cast<sockaddr *>(&a)) == -1);  // bound already
         // IPv6 wildcard with port 0 gets a port.
         rdma_cm_id *id6;
@@ -680,7 +682,30 @@ TEST(CmLocal, DevicesAndAddrinfo) {
         rdma_freeaddrinfo(res);
         hints = {};
         hints.ai_flags = RAI_NUMERICHOST;
-        PCHECK(rdma_getaddrinfo("not-a-number", "7", &hints, &res) != 0);  // EAI code
+        errno = 0;
+        PCHECK(rdma_getaddrinfo("not-a-number", "7", &hints, &res) < 0);  // EAI code
+        PCHECK(errno != 0);  // and errno says so (perror must not print "Success")
+        errno = 0;
+        PCHECK(rdma_getaddrinfo(nullptr, nullptr, nullptr, &res) == -1);
+        PCHECK_EQ(errno, EINVAL);
+        // Nothing to resolve: the hints' own addresses come back (libfabric's passive side).
+        sockaddr_in src = loopback(7001);
+        hints = {};
+        hints.ai_flags = RAI_PASSIVE;
+        hints.ai_family = AF_INET;
+        hints.ai_port_space = RDMA_PS_TCP;
+        hints.ai_qp_type = IBV_QPT_RC;
+        hints.ai_src_addr = reinterpret_cast<sockaddr *>(&src);
+        hints.ai_src_len = sizeof src;
+        res = nullptr;
+        PCHECK(rdma_getaddrinfo(nullptr, nullptr, &hints, &res) == 0);
+        PCHECK(res && res->ai_src_addr != hints.ai_src_addr && !res->ai_dst_addr);
+        PCHECK(res->ai_src_len == sizeof src && !std::memcmp(res->ai_src_addr, &src, sizeof src));
+        PCHECK_EQ(res->ai_flags, RAI_PASSIVE);
+        PCHECK_EQ(res->ai_family, AF_INET);
+        PCHECK_EQ(res->ai_qp_type, IBV_QPT_RC);
+        rdma_freeaddrinfo(res);
+        hints = {};
         hints.ai_flags = RAI_PASSIVE;
         PCHECK(rdma_getaddrinfo(nullptr, "7000", &hints, &res) == 0);
         PCHECK(res->ai_src_addr && !res->ai_dst_addr);
@@ -916,4 +941,98 @@ TEST(Cm, LateReaderOfDestroyedChannelBlocks) {
         return 0;
     };
     EXPECT_PAIR_OK(run_pair(side, other));
+}
+
+// Dual stack: 0.0.0.0:p and [::]:p on two ids both bind when the IPv6 one is AFONLY (the
+// kernel's rule; IPv4 ids are AF-only by default), and each takes its own family's requests.
+TEST(Cm, DualStackListenersShareAPort) {
+    auto server = [](Oob &oob) {
+        rdma_event_channel *ch = rdma_create_event_channel();
+        rdma_cm_id *l4, *l6, *l6_any;
+        PCHECK(rdma_create_id(ch, &l4, nullptr, RDMA_PS_TCP) == 0);
+        PCHECK(rdma_create_id(ch, &l6, nullptr, RDMA_PS_TCP) == 0);
+        PCHECK(rdma_create_id(ch, &l6_any, nullptr, RDMA_PS_TCP) == 0);
+        sockaddr_in a4{};
+        a4.sin_family = AF_INET;
+        PCHECK(rdma_bind_addr(l4, reinterpret_cast<sockaddr *>(&a4)) == 0);
+        const uint16_t port = rdma_get_src_port(l4);
+        // Without AFONLY an IPv6 wildcard covers IPv4 too: refused as the kernel does.
+        sockaddr_in6 a6{};
+        a6.sin6_family = AF_INET6;
+        a6.sin6_port = port;
+        int zero = 0, one = 1;
+        PCHECK(rdma_set_option(l6_any, RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY, &zero, sizeof zero) == 0);
+        errno = 0;
+        PCHECK(rdma_bind_addr(l6_any, reinterpret_cast<sockaddr *>(&a6)) == -1);
+        PCHECK_EQ(errno, EADDRNOTAVAIL);
+        PCHECK(rdma_set_option(l6, RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY, &one, sizeof one) == 0);
+        PCHECK(rdma_bind_addr(l6, reinterpret_cast<sockaddr *>(&a6)) == 0);
+        PCHECK(rdma_listen(l4, 4) == 0);
+        PCHECK(rdma_listen(l6, 4) == 0);
+        oob.put<uint16_t>(ntohs(port));
+        for (int i = 0; i < 2; ++i) {  // the client dials IPv4, then IPv6
+            rdma_cm_event *ev = wait_event(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+            PCHECK(ev->listen_id == (i == 0 ? l4 : l6));
+            PCHECK_EQ(rdma_get_local_addr(ev->id)->sa_family, i == 0 ? AF_INET : AF_INET6);
+            PCHECK(rdma_reject(ev->id, nullptr, 0) == 0);
+            rdma_cm_id *child = ev->id;
+            rdma_ack_cm_event(ev);
+            rdma_destroy_id(child);
+            oob.barrier();
+        }
+        rdma_destroy_id(l6_any);
+        rdma_destroy_id(l6);
+        rdma_destroy_id(l4);
+        rdma_destroy_event_channel(ch);
+        return 0;
+    };
+    auto client = [](Oob &oob) {
+        const uint16_t port = oob.get<uint16_t>();
+        rdma_event_channel *ch = rdma_create_event_channel();
+        sockaddr_in6 d6{};
+        d6.sin6_family = AF_INET6;
+        d6.sin6_addr = in6addr_loopback;
+        d6.sin6_port = htons(port);
+        rdma_cm_id *ids[2] = {resolved_id(ch, port), nullptr};
+        PCHECK(rdma_create_id(ch, &ids[1], nullptr, RDMA_PS_TCP) == 0);
+        PCHECK(rdma_resolve_addr(ids[1], nullptr, reinterpret_cast<sockaddr *>(&d6), 2000) == 0);
+        rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_ADDR_RESOLVED));
+        PCHECK(rdma_resolve_route(ids[1], 2000) == 0);
+        rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_ROUTE_RESOLVED));
+        for (rdma_cm_id *id : ids) {
+            rdma_conn_param p = qp_less_param();
+            PCHECK(rdma_connect(id, &p) == 0);
+            rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_REJECTED));
+            oob.barrier();
+            rdma_destroy_id(id);
+        }
+        rdma_destroy_event_channel(ch);
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(server, client));
+}
+
+// A sync id (NULL channel) keeps its last event in id->event; moving it to a channel acks that
+// event instead of waiting for an ack nobody will give (libfabric's verbs provider does this
+// after a blocking rdma_resolve_addr).
+TEST(CmLocal, MigratingASyncIdAcksItsHeldEvent) {
+    auto body = [](Oob &) {
+        rdma_cm_id *id;
+        PCHECK(rdma_create_id(nullptr, &id, nullptr, RDMA_PS_TCP) == 0);
+        sockaddr_in dst = loopback(7);
+        PCHECK(rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr *>(&dst), 2000) == 0);
+        PCHECK(id->event && id->event->event == RDMA_CM_EVENT_ADDR_RESOLVED);
+        rdma_event_channel *ch = rdma_create_event_channel();
+        auto done = std::async(std::launch::async, [&] { return rdma_migrate_id(id, ch); });
+        PCHECK(done.wait_for(std::chrono::seconds(5)) == std::future_status::ready);
+        PCHECK_EQ(done.get(), 0);
+        PCHECK(id->channel == ch && id->event == nullptr);
+        // Events now arrive on the new channel.
+        PCHECK(rdma_resolve_route(id, 2000) == 0);
+        rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_ROUTE_RESOLVED));
+        PCHECK(rdma_destroy_id(id) == 0);
+        rdma_destroy_event_channel(ch);
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(body, [](Oob &) { return 0; }));
 }
