@@ -6,48 +6,6 @@
 probe=${2:+$2/sr_cm_event_probe}
 two_hosts_up "$1" rping ucmatose
 
-# Wait (bounded) until a TCP port listens inside a namespace.
-wait_listen() { # <ns> <port>
-    local hex i
-    hex=$(printf '%04X' "$2")
-    for ((i = 0; i < 100; i++)); do
-        ip netns exec "$1" cat /proc/net/tcp /proc/net/tcp6 2>/dev/null |
-            awk -v h=":$hex" '$2 ~ h"$" && $4 == "0A" { f = 1 } END { exit !f }' && return 0
-        sleep 0.1
-    done
-    return 1
-}
-
-pair() { # <name> <port> <server cmd> -- <client cmd>
-    local name=$1 port=$2; shift 2
-    local srv=() cli=()
-    while [[ $1 != -- ]]; do srv+=("$1"); shift; done
-    shift
-    cli=("$@")
-    in_ns "$nsa" timeout 60 "${srv[@]}" >"$work/$name.srv" 2>&1 &
-    local sp=$!
-    pids+=("$sp")
-    if ! wait_listen "$nsa" "$port"; then
-        echo "FAIL: $name: server never listened"; cat "$work/$name.srv"; fails=$((fails + 1)); return
-    fi
-    in_ns "$nsb" timeout 60 "${cli[@]}" >"$work/$name.cli" 2>&1
-    local crc=$?
-    local src=124 i
-    for ((i = 0; i < 200; i++)); do
-        if ! kill -0 "$sp" 2>/dev/null; then wait "$sp"; src=$?; break; fi
-        sleep 0.05
-    done
-    kill -9 "$sp" 2>/dev/null
-    if [[ $crc -eq 0 && $src -eq 0 ]]; then
-        echo "PASS: $name"
-    else
-        echo "FAIL: $name (client $crc, server $src)"
-        sed 's/^/  cli| /' "$work/$name.cli"
-        sed 's/^/  srv| /' "$work/$name.srv"
-        fails=$((fails + 1))
-    fi
-}
-
 # The namespaces see only their own interfaces: our devices must follow.
 devs=$(in_ns "$nsb" ibv_devices 2>&1)
 if ! grep -q "sr_${vethb}" <<<"$devs"; then
