@@ -14,4 +14,9 @@ bool debug_enabled();
         }                                              \
     } while (0)
 
+// A verb refuses an argument: under SOFTRDMA_DEBUG, one line naming the verb, the errno and
+// which attribute and why (a user whose ibv_modify_qp fails must be able to see that RoCE
+// needs a GRH). Returns `err`, so refusals read `return refuse(EINVAL, "ibv_x", "...")`.
+int refuse(int err, const char *verb, const char *why, ...) __attribute__((format(printf, 3, 4)));
+
 }  // namespace softrdma

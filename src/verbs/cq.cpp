@@ -106,7 +106,7 @@ int Cq::poll(int n, ibv_wc *wc) {
 int Cq::arm(bool solicited_only) {
     {
         std::lock_guard lk(mu_);
-        if (!chan_) return EINVAL;
+        if (!chan_) return refuse(EINVAL, "ibv_req_notify_cq", "the CQ has no completion channel");
         // A stronger request (any completion) is not weakened by a later solicited-only one.
         if (!armed_ || !solicited_only) solicited_only_ = solicited_only;
         armed_ = true;
@@ -122,7 +122,9 @@ int Cq::arm(bool solicited_only) {
 
 int Cq::resize(int new_cqe) {
     std::lock_guard lk(mu_);
-    if (new_cqe < 1 || size_t(new_cqe) < count_) return EINVAL;
+    if (new_cqe < 1 || size_t(new_cqe) < count_)
+        return refuse(EINVAL, "ibv_resize_cq", "cqe %d: fewer than the %zu completions it holds",
+                      new_cqe, count_);
     std::vector<ibv_wc> r(size_t(new_cqe) + 1);
     std::vector<uint64_t> t(r.size());
     for (size_t i = 0; i < count_; ++i) {
@@ -158,7 +160,8 @@ void Cq::wait_events_acked() {
 }
 
 int Cq::start_poll_cb(ibv_cq_ex *c, ibv_poll_cq_attr *attr) {
-    if (attr && attr->comp_mask) return EINVAL;
+    if (attr && attr->comp_mask)
+        return refuse(EINVAL, "ibv_start_poll", "comp_mask 0x%x: none is defined", attr->comp_mask);
     return next_poll_cb(c);
 }
 

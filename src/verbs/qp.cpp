@@ -109,31 +109,40 @@ void install_wr_api(Qp &qp, uint64_t send_ops_flags);
 std::shared_ptr<Qp> Qp::create(Context *ctx, ibv_qp_init_attr_ex &a, int &err) {
     err = 0;
     if (!(a.comp_mask & IBV_QP_INIT_ATTR_PD) || !a.pd || !a.send_cq || !a.recv_cq) {
-        err = EINVAL;
+        err = refuse(EINVAL, "ibv_create_qp", "a QP needs a PD, a send CQ and a receive CQ");
         return nullptr;
     }
     const uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS |
                            IBV_QP_INIT_ATTR_SEND_OPS_FLAGS | IBV_QP_INIT_ATTR_MAX_TSO_HEADER;
     if (a.comp_mask & ~known) {
-        err = EOPNOTSUPP;
+        err = refuse(EOPNOTSUPP, "ibv_create_qp_ex", "comp_mask bits 0x%x are not supported",
+                     a.comp_mask & ~known);
         return nullptr;
     }
     const long long type = enum_value(a.qp_type);
     if (type != IBV_QPT_RC && type != IBV_QPT_UC && type != IBV_QPT_UD) {
-        err = EOPNOTSUPP;
+        err = refuse(EOPNOTSUPP, "ibv_create_qp", "qp_type %lld: only RC, UC and UD QPs exist",
+                     type);
         return nullptr;
     }
     const uint32_t create_flags =
         (a.comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) ? a.create_flags : 0u;
     if (create_flags & ~uint32_t(IBV_QP_CREATE_BLOCK_SELF_MCAST_LB)) {
-        err = EOPNOTSUPP;
+        err = refuse(EOPNOTSUPP, "ibv_create_qp_ex",
+                     "create_flags 0x%x: only IBV_QP_CREATE_BLOCK_SELF_MCAST_LB is supported",
+                     create_flags);
         return nullptr;
     }
     ibv_qp_cap &c = a.cap;
     if (c.max_send_wr > uint32_t(kMaxQpWr) || c.max_send_sge > uint32_t(kMaxSge) ||
         c.max_inline_data > uint32_t(kMaxInline) ||
         (!a.srq && (c.max_recv_wr > uint32_t(kMaxQpWr) || c.max_recv_sge > uint32_t(kMaxSge)))) {
-        err = EINVAL;
+        err = refuse(EINVAL, "ibv_create_qp",
+                     "cap max_send_wr %u, max_recv_wr %u, max_send_sge %u, max_recv_sge %u, "
+                     "max_inline_data %u: the device allows at most %d work requests, %d SGEs "
+                     "and %d inline bytes",
+                     c.max_send_wr, c.max_recv_wr, c.max_send_sge, c.max_recv_sge,
+                     c.max_inline_data, kMaxQpWr, kMaxSge, kMaxInline);
         return nullptr;
     }
     // Granted capabilities, written back as the kernel does.
@@ -215,7 +224,8 @@ void Qp::shutdown() {
 
 int Qp::modify(ibv_qp_attr *a, int mask) {
     Lock lk(mu_);
-    if (destroyed_) return EINVAL;
+    static constexpr const char *kVerb = "ibv_modify_qp";
+    if (destroyed_) return refuse(EINVAL, kVerb, "the QP is being destroyed");
     const ibv_qp_state actual = qp_base.state;
     auto state_arg = [](const ibv_qp_state &s) {
         const long long v = enum_value(s);
@@ -223,36 +233,64 @@ int Qp::modify(ibv_qp_attr *a, int mask) {
     };
     const ibv_qp_state cur = (mask & IBV_QP_CUR_STATE) ? state_arg(a->cur_qp_state) : actual;
     const ibv_qp_state next = (mask & IBV_QP_STATE) ? state_arg(a->qp_state) : cur;
-    if (!qp_transition_ok(cur, next, qp_base.qp_type, mask)) return EINVAL;
-    if ((mask & IBV_QP_PORT) && a->port_num != 1) return EINVAL;
-    if ((mask & IBV_QP_PKEY_INDEX) && a->pkey_index != 0) return EINVAL;
+    if (!qp_transition_ok(cur, next, qp_base.qp_type, mask))
+        return refuse(EINVAL, kVerb,
+                      "%s QP %s -> %s with attr_mask 0x%x: not a valid transition, or the mask "
+                      "lacks an attribute this transition requires or has one it forbids",
+                      qp_type_name(qp_base.qp_type), qp_state_name(cur),
+                      qp_state_name(next), unsigned(mask));
+    if ((mask & IBV_QP_PORT) && a->port_num != 1)
+        return refuse(EINVAL, kVerb, "port_num %u: the device has one port, 1", a->port_num);
+    if ((mask & IBV_QP_PKEY_INDEX) && a->pkey_index != 0)
+        return refuse(EINVAL, kVerb, "pkey_index %u: the P_Key table has one entry, 0",
+                      a->pkey_index);
     if ((mask & IBV_QP_PATH_MTU) &&
         (enum_value(a->path_mtu) < IBV_MTU_256 || enum_value(a->path_mtu) > IBV_MTU_4096))
-        return EINVAL;
+        return refuse(EINVAL, kVerb, "path_mtu %lld is not an enum ibv_mtu value (1-5)",
+                      enum_value(a->path_mtu));
     if ((mask & IBV_QP_PATH_MIG_STATE) && enum_value(a->path_mig_state) > IBV_MIG_ARMED)
-        return EINVAL;
-    if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) && a->max_rd_atomic > kMaxRdAtomic) return EINVAL;
-    if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && a->max_dest_rd_atomic > kMaxRdAtomic) return EINVAL;
-    if ((mask & IBV_QP_TIMEOUT) && a->timeout > 31) return EINVAL;
-    if ((mask & IBV_QP_RETRY_CNT) && a->retry_cnt > 7) return EINVAL;
-    if ((mask & IBV_QP_RNR_RETRY) && a->rnr_retry > 7) return EINVAL;
-    if ((mask & IBV_QP_MIN_RNR_TIMER) && a->min_rnr_timer > 31) return EINVAL;
-    if ((mask & IBV_QP_ACCESS_FLAGS) &&
-        (a->qp_access_flags &
-         ~(IBV_ACCESS_LOCAL_WRITE | kRemoteAccessMask | IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED |
-           IBV_ACCESS_ON_DEMAND | IBV_ACCESS_RELAXED_ORDERING)))
-        return EINVAL;
+        return refuse(EINVAL, kVerb, "path_mig_state %lld is not an enum ibv_mig_state value",
+                      enum_value(a->path_mig_state));
+    if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) && a->max_rd_atomic > kMaxRdAtomic)
+        return refuse(EINVAL, kVerb, "max_rd_atomic %u exceeds the device's max_qp_init_rd_atom %d",
+                      a->max_rd_atomic, kMaxRdAtomic);
+    if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && a->max_dest_rd_atomic > kMaxRdAtomic)
+        return refuse(EINVAL, kVerb, "max_dest_rd_atomic %u exceeds the device's max_qp_rd_atom %d",
+                      a->max_dest_rd_atomic, kMaxRdAtomic);
+    if ((mask & IBV_QP_TIMEOUT) && a->timeout > 31)
+        return refuse(EINVAL, kVerb, "timeout %u: at most 31", a->timeout);
+    if ((mask & IBV_QP_RETRY_CNT) && a->retry_cnt > 7)
+        return refuse(EINVAL, kVerb, "retry_cnt %u: at most 7", a->retry_cnt);
+    if ((mask & IBV_QP_RNR_RETRY) && a->rnr_retry > 7)
+        return refuse(EINVAL, kVerb, "rnr_retry %u: at most 7 (7 = retry forever)", a->rnr_retry);
+    if ((mask & IBV_QP_MIN_RNR_TIMER) && a->min_rnr_timer > 31)
+        return refuse(EINVAL, kVerb, "min_rnr_timer %u: at most 31", a->min_rnr_timer);
+    const unsigned known_access = IBV_ACCESS_LOCAL_WRITE | kRemoteAccessMask | IBV_ACCESS_MW_BIND |
+                                  IBV_ACCESS_ZERO_BASED | IBV_ACCESS_ON_DEMAND |
+                                  IBV_ACCESS_RELAXED_ORDERING;
+    if ((mask & IBV_QP_ACCESS_FLAGS) && (a->qp_access_flags & ~known_access))
+        return refuse(EINVAL, kVerb, "qp_access_flags 0x%x: unknown bits 0x%x",
+                      a->qp_access_flags, a->qp_access_flags & ~known_access);
     if (mask & IBV_QP_AV) {
         // RoCE: the address vector must carry a GRH naming one of our GIDs.
         const ibv_ah_attr &av = a->ah_attr;
-        if (!av.is_global) return EINVAL;
-        if (av.grh.sgid_index >= ctx_->dev()->gids().size()) return EINVAL;
+        if (!av.is_global)
+            return refuse(EINVAL, kVerb,
+                          "ah_attr.is_global is 0: RoCE addresses peers by GID, so the address "
+                          "vector needs a GRH (is_global = 1, grh.dgid, grh.sgid_index)");
+        const size_t gids = ctx_->dev()->gids().size();
+        if (av.grh.sgid_index >= gids)
+            return refuse(EINVAL, kVerb, "ah_attr.grh.sgid_index %u: %s has %zu GIDs",
+                          av.grh.sgid_index, ctx_->dev()->name, gids);
         sockaddr_storage ss;
         socklen_t len;
-        if (!gid_to_sockaddr(av.grh.dgid.raw, 0, ss, len)) return EINVAL;
+        if (!gid_to_sockaddr(av.grh.dgid.raw, 0, ss, len))
+            return refuse(EINVAL, kVerb,
+                          "ah_attr.grh.dgid is zero: the destination GID must be the peer's");
     }
     if ((mask & IBV_QP_DEST_QPN) && (a->dest_qp_num == 0 || a->dest_qp_num > 0xffffff))
-        return EINVAL;
+        return refuse(EINVAL, kVerb, "dest_qp_num 0x%x: a QP number is 24 bits and not 0",
+                      a->dest_qp_num);
 
     // Apply.
     if (mask & IBV_QP_ACCESS_FLAGS) access_ = int(a->qp_access_flags);
@@ -370,10 +408,17 @@ int Qp::query(ibv_qp_attr *a, int, ibv_qp_init_attr *init) {
 // ------------------------------------------------------------------------------- posting
 
 int Qp::validate_send(const ibv_send_wr &wr) const {
-    if (wr.num_sge < 0 || uint32_t(wr.num_sge) > max_send_sge_) return EINVAL;
-    if (wr.num_sge > 0 && !wr.sg_list) return EINVAL;
+    static constexpr const char *kVerb = "ibv_post_send";
+    if (wr.num_sge < 0 || uint32_t(wr.num_sge) > max_send_sge_)
+        return refuse(EINVAL, kVerb, "wr_id %llu: num_sge %d, the QP was created for %u",
+                      (unsigned long long)wr.wr_id, wr.num_sge, max_send_sge_);
+    if (wr.num_sge > 0 && !wr.sg_list)
+        return refuse(EINVAL, kVerb, "wr_id %llu: num_sge %d with a NULL sg_list",
+                      (unsigned long long)wr.wr_id, wr.num_sge);
     const long long op = enum_value(wr.opcode);
-    if (op < IBV_WR_RDMA_WRITE || op > IBV_WR_ATOMIC_WRITE) return EINVAL;
+    if (op < IBV_WR_RDMA_WRITE || op > IBV_WR_ATOMIC_WRITE)
+        return refuse(EINVAL, kVerb, "wr_id %llu: opcode %lld is not an enum ibv_wr_opcode",
+                      (unsigned long long)wr.wr_id, op);
     switch (wr.opcode) {
         case IBV_WR_SEND:
         case IBV_WR_SEND_WITH_IMM:
@@ -384,26 +429,38 @@ int Qp::validate_send(const ibv_send_wr &wr) const {
         case IBV_WR_RDMA_READ:
         case IBV_WR_ATOMIC_CMP_AND_SWP:
         case IBV_WR_ATOMIC_FETCH_AND_ADD:
-            if (qp_base.qp_type != IBV_QPT_RC) return EINVAL;
+            if (qp_base.qp_type != IBV_QPT_RC)
+                return refuse(EINVAL, kVerb, "wr_id %llu: %s exists on RC QPs only, not %s",
+                              (unsigned long long)wr.wr_id, wr_opcode_name(wr.opcode),
+                              qp_type_name(qp_base.qp_type));
             break;
         default:
-            return EINVAL;
+            return refuse(EINVAL, kVerb, "wr_id %llu: %s is not supported on this QP",
+                          (unsigned long long)wr.wr_id, wr_opcode_name(wr.opcode));
     }
     uint64_t total = 0;
     for (int i = 0; i < wr.num_sge; ++i) total += wr.sg_list[i].length;
-    if ((wr.send_flags & IBV_SEND_INLINE) && total > max_inline_) return EINVAL;
-    if (is_atomic(wr.opcode)) {
-        if (wr.num_sge != 1 || wr.sg_list[0].length != 8) return EINVAL;
-        if (wr.send_flags & IBV_SEND_INLINE) return EINVAL;
-    }
-    if (wr.opcode == IBV_WR_RDMA_READ && (wr.send_flags & IBV_SEND_INLINE)) return EINVAL;
-    if (total > (1ull << 31)) return EINVAL;
+    if ((wr.send_flags & IBV_SEND_INLINE) && total > max_inline_)
+        return refuse(EINVAL, kVerb, "wr_id %llu: %llu inline bytes, the QP allows %u",
+                      (unsigned long long)wr.wr_id, (unsigned long long)total, max_inline_);
+    if (is_atomic(wr.opcode) && (wr.num_sge != 1 || wr.sg_list[0].length != 8))
+        return refuse(EINVAL, kVerb, "wr_id %llu: an atomic needs one SGE of 8 bytes",
+                      (unsigned long long)wr.wr_id);
+    if ((is_atomic(wr.opcode) || wr.opcode == IBV_WR_RDMA_READ) &&
+        (wr.send_flags & IBV_SEND_INLINE))
+        return refuse(EINVAL, kVerb, "wr_id %llu: %s cannot be IBV_SEND_INLINE (it writes "
+                      "local memory)", (unsigned long long)wr.wr_id, wr_opcode_name(wr.opcode));
+    if (total > (1ull << 31))
+        return refuse(EINVAL, kVerb, "wr_id %llu: %llu bytes, a message is at most 2 GiB",
+                      (unsigned long long)wr.wr_id, (unsigned long long)total);
     return 0;
 }
 
 int Qp::post_one_send(const ibv_send_wr &wr, Lock &) {
     if (int e = validate_send(wr)) return e;
-    if (sq_count_ == sq_.size()) return ENOMEM;
+    if (sq_count_ == sq_.size())
+        return refuse(ENOMEM, "ibv_post_send", "the send queue is full (%zu work requests)",
+                      sq_.size());
     const uint32_t slot = sq_slot(*this, sq_count_);
     SendWqe &w = sq_[slot];
     w = SendWqe{};
@@ -457,7 +514,8 @@ int Qp::post_send(ibv_send_wr *wr, ibv_send_wr **bad) {
     const ibv_qp_state st = qp_base.state;
     if (destroyed_ || st == IBV_QPS_RESET || st == IBV_QPS_INIT || st == IBV_QPS_RTR) {
         if (bad) *bad = wr;
-        return EINVAL;
+        return refuse(EINVAL, "ibv_post_send", "the QP is in %s: sending needs RTS (or ERR)",
+                      destroyed_ ? "destruction" : qp_state_name(st));
     }
     if (qp_base.qp_type == IBV_QPT_UD && st != IBV_QPS_ERR) {
         for (; wr; wr = wr->next) {
@@ -511,7 +569,9 @@ int Qp::post_recv(ibv_recv_wr *wr, ibv_recv_wr **bad) {
     Lock lk(mu_);
     if (destroyed_ || srq_ || qp_base.state == IBV_QPS_RESET) {
         if (bad) *bad = wr;
-        return EINVAL;
+        return refuse(EINVAL, "ibv_post_recv", "%s",
+                      srq_ ? "the QP takes its receives from an SRQ (use ibv_post_srq_recv)"
+                           : "the QP is in RESET or being destroyed");
     }
     if (const int err = rq_.post(wr, bad)) return err;
     if (qp_base.state == IBV_QPS_ERR) flush_all(lk);

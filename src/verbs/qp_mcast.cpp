@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "transport/mcast_socket.h"
+#include "common/log.h"
 #include "verbs/ah.h"
 #include "verbs/context.h"
 #include "verbs/device.h"
@@ -38,7 +39,9 @@ bool same_endpoint(const sockaddr_in6 &a, const sockaddr_in6 &b) {
 int Qp::attach_mcast(const uint8_t mgid[16]) {
     Lock lk(mu_);
     if (destroyed_ || qp_base.qp_type != IBV_QPT_UD || !transport::gid_is_multicast(mgid))
-        return EINVAL;
+        return refuse(EINVAL, "ibv_attach_mcast", "%s",
+                      qp_base.qp_type != IBV_QPT_UD ? "only UD QPs join multicast groups"
+                                                    : "the GID is not a multicast GID (ff..)");
     for (const McastGroup &g : mc_groups_)
         if (std::memcmp(g.mgid, mgid, 16) == 0) return 0;  // attached already
     if (!mc_fd_) {
@@ -68,7 +71,8 @@ int Qp::attach_mcast(const uint8_t mgid[16]) {
 
 int Qp::detach_mcast(const uint8_t mgid[16]) {
     Lock lk(mu_);
-    if (destroyed_ || qp_base.qp_type != IBV_QPT_UD) return EINVAL;
+    if (destroyed_ || qp_base.qp_type != IBV_QPT_UD)
+        return refuse(EINVAL, "ibv_detach_mcast", "only UD QPs join multicast groups");
     for (auto it = mc_groups_.begin(); it != mc_groups_.end(); ++it) {
         if (std::memcmp(it->mgid, mgid, 16) != 0) continue;
         const sockaddr_in6 ep = it->ep;
@@ -78,7 +82,7 @@ int Qp::detach_mcast(const uint8_t mgid[16]) {
         if (!shared) transport::mcast_membership(mc_fd_.get(), ep, ctx_->dev()->ifindex(), false);
         return 0;
     }
-    return EINVAL;  // not attached to this group
+    return refuse(EINVAL, "ibv_detach_mcast", "the QP is not attached to that group");
 }
 
 void Qp::on_mcast_io() {

@@ -127,4 +127,33 @@ bool qp_transition_ok(ibv_qp_state cur, ibv_qp_state next, ibv_qp_type type, int
     return true;
 }
 
+const char *qp_state_name(ibv_qp_state s) {
+    static const char *const kNames[] = {"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"};
+    const unsigned v = unsigned(s);
+    return v < sizeof kNames / sizeof *kNames ? kNames[v] : "?";
+}
+
+const char *qp_type_name(ibv_qp_type t) {
+    switch (unsigned(t)) {
+        case IBV_QPT_RC: return "RC";
+        case IBV_QPT_UC: return "UC";
+        case IBV_QPT_UD: return "UD";
+        case IBV_QPT_RAW_PACKET: return "RAW_PACKET";
+        case IBV_QPT_XRC_SEND: return "XRC_SEND";
+        case IBV_QPT_XRC_RECV: return "XRC_RECV";
+        case IBV_QPT_DRIVER: return "DRIVER";
+        default: return "?";
+    }
+}
+
+const char *wr_opcode_name(ibv_wr_opcode op) {
+    static const char *const kNames[] = {
+        "RDMA_WRITE",   "RDMA_WRITE_WITH_IMM", "SEND",        "SEND_WITH_IMM",
+        "RDMA_READ",    "ATOMIC_CMP_AND_SWP",  "ATOMIC_FETCH_AND_ADD", "LOCAL_INV",
+        "BIND_MW",      "SEND_WITH_INV",       "TSO",         "DRIVER1",
+        "?",            "?",                   "FLUSH",       "ATOMIC_WRITE"};
+    const unsigned v = unsigned(op);
+    return v < sizeof kNames / sizeof *kNames ? kNames[v] : "?";
+}
+
 }  // namespace softrdma::verbs

@@ -8,4 +8,9 @@ namespace softrdma::verbs {
 // True if moving a QP of `type` from `cur` to `next` with `mask` is legal.
 bool qp_transition_ok(ibv_qp_state cur, ibv_qp_state next, ibv_qp_type type, int mask);
 
+// Names for diagnostics ("RTR", "RC", "RDMA_READ"); "?" for a value outside the enum.
+const char *qp_state_name(ibv_qp_state s);
+const char *qp_type_name(ibv_qp_type t);
+const char *wr_opcode_name(ibv_wr_opcode op);
+
 }  // namespace softrdma::verbs

@@ -11,6 +11,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "verbs/qp_state_table.h"
 #include "common/tsan_annotations.h"
 #include "verbs/ah.h"
 #include "verbs/context.h"
@@ -67,14 +68,23 @@ bool Qp::ud_watch() {
 }
 
 int Qp::ud_post_one(const ibv_send_wr &wr) {
-    if (wr.opcode != IBV_WR_SEND && wr.opcode != IBV_WR_SEND_WITH_IMM) return EINVAL;
+    static constexpr const char *kVerb = "ibv_post_send";
+    const auto id = (unsigned long long)wr.wr_id;
+    if (wr.opcode != IBV_WR_SEND && wr.opcode != IBV_WR_SEND_WITH_IMM)
+        return refuse(EINVAL, kVerb, "wr_id %llu: a UD QP only sends (SEND, SEND_WITH_IMM), not %s",
+                      id, wr_opcode_name(wr.opcode));
     if (wr.num_sge < 0 || uint32_t(wr.num_sge) > max_send_sge_ || (wr.num_sge && !wr.sg_list))
-        return EINVAL;
-    if (!wr.wr.ud.ah) return EINVAL;
+        return refuse(EINVAL, kVerb, "wr_id %llu: num_sge %d (the QP was created for %u) or a NULL "
+                      "sg_list", id, wr.num_sge, max_send_sge_);
+    if (!wr.wr.ud.ah) return refuse(EINVAL, kVerb, "wr_id %llu: wr.ud.ah is NULL", id);
     uint64_t total = 0;
     for (int i = 0; i < wr.num_sge; ++i) total += wr.sg_list[i].length;
-    if (total > kUdMaxPayload) return EINVAL;  // UD messages fit one path MTU
-    if ((wr.send_flags & IBV_SEND_INLINE) && total > max_inline_) return EINVAL;
+    if (total > kUdMaxPayload)
+        return refuse(EINVAL, kVerb, "wr_id %llu: %llu bytes, a UD message fits one MTU (%zu)", id,
+                      (unsigned long long)total, size_t(kUdMaxPayload));
+    if ((wr.send_flags & IBV_SEND_INLINE) && total > max_inline_)
+        return refuse(EINVAL, kVerb, "wr_id %llu: %llu inline bytes, the QP allows %u", id,
+                      (unsigned long long)total, max_inline_);
     // Work requests leave in order: behind held-back ones, or alone if the peer has room.
     if (!ud_pend_count_) {
         UdPending p;
@@ -88,7 +98,8 @@ int Qp::ud_post_one(const ibv_send_wr &wr) {
         if (ud_pending_.empty()) ud_pending_alloc();
         arm_timer_at(ud_flow_.retry_at(p.dgid, p.dst_qpn));  // the watchdog
     } else if (ud_pend_count_ >= ud_pending_.size()) {
-        return ENOMEM;  // send queue full
+        return refuse(ENOMEM, "ibv_post_send", "the send queue is full (%zu held back)",
+                      ud_pending_.size());
     }
     // Held back: prepared again in its ring slot, so its iovecs point at its own header.
     const uint32_t idx = ud_pend_slot(ud_pend_count_);

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/log.h"
 #include "verbs/ah.h"
 #include "verbs/comp_channel.h"
 #include "verbs/context.h"
@@ -96,7 +97,7 @@ void install_context_ops(Context &c) {
 // ----------------------------------------------------------------------------- device
 
 ibv_context *open_device(ibv_device *dev) {
-    if (!dev) return fail<ibv_context>(EINVAL);
+    if (!dev) return fail<ibv_context>(refuse(EINVAL, "ibv_open_device", "NULL device"));
     auto ctx = std::make_unique<Context>(Device::from(dev));
     return ctx.release()->ibv();
 }
@@ -115,8 +116,10 @@ int query_device(ibv_context *ctx, ibv_device_attr *attr) {
 
 int query_device_ex(ibv_context *ctx, const ibv_query_device_ex_input *in, ibv_device_attr_ex *attr,
                     size_t attr_size) {
-    if (!ctx || !attr) return EINVAL;
-    if (in && in->comp_mask) return EINVAL;
+    if (!ctx || !attr) return refuse(EINVAL, "ibv_query_device_ex", "NULL context or attr");
+    if (in && in->comp_mask)
+        return refuse(EINVAL, "ibv_query_device_ex", "input comp_mask 0x%x: none is defined",
+                      in->comp_mask);
     ibv_device_attr_ex a{};
     fill_device_attr(*Context::from(ctx)->dev(), a.orig_attr);
     a.completion_timestamp_mask = ~0ull;
@@ -127,8 +130,8 @@ int query_device_ex(ibv_context *ctx, const ibv_query_device_ex_input *in, ibv_d
 }
 
 int query_port(ibv_context *ctx, uint8_t port, ibv_port_attr *attr, size_t attr_size) {
-    if (!ctx || !attr) return EINVAL;
-    if (port != 1) return EINVAL;
+    if (!ctx || !attr) return refuse(EINVAL, "ibv_query_port", "NULL context or attr");
+    if (port != 1) return refuse(EINVAL, "ibv_query_port", "port %u: the device has one, 1", port);
     ibv_port_attr a;
     fill_port_attr(*Context::from(ctx)->dev(), a);
     std::memcpy(attr, &a, std::min(attr_size, sizeof a));
@@ -136,7 +139,8 @@ int query_port(ibv_context *ctx, uint8_t port, ibv_port_attr *attr, size_t attr_
 }
 
 int query_gid_entry(ibv_context *ctx, uint32_t port, uint32_t index, ibv_gid_entry *e) {
-    if (!ctx || !e || port != 1) return EINVAL;
+    if (!ctx || !e || port != 1)
+        return refuse(EINVAL, "ibv_query_gid_ex", "port %u (the device has one, 1) or NULL", port);
     Device *dev = Context::from(ctx)->dev();
     const auto gids = dev->gids();
     if (index >= gids.size()) return ENODATA;
@@ -164,10 +168,16 @@ int dealloc_pd(ibv_pd *pd) {
 }
 
 ibv_mr *reg_mr(ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsigned access) {
-    if (!pd || length == 0) return fail<ibv_mr>(EINVAL);
-    if (!access_ok(access)) return fail<ibv_mr>(EINVAL);
+    if (!pd || length == 0)
+        return fail<ibv_mr>(refuse(EINVAL, "ibv_reg_mr", "%s", pd ? "length 0" : "NULL pd"));
+    if (!access_ok(access))
+        return fail<ibv_mr>(refuse(EINVAL, "ibv_reg_mr",
+                                   "access 0x%x: remote write or atomic access needs "
+                                   "IBV_ACCESS_LOCAL_WRITE, or unknown bits",
+                                   access));
     if (!(access & IBV_ACCESS_ON_DEMAND) && !range_mapped(addr, length))
-        return fail<ibv_mr>(EFAULT);
+        return fail<ibv_mr>(refuse(EFAULT, "ibv_reg_mr", "%p + %zu is not all mapped memory",
+                                   addr, length));
     auto mr = std::make_unique<Mr>();
     mr->context = pd->context;
     mr->pd = pd;
@@ -177,7 +187,8 @@ ibv_mr *reg_mr(ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsigned ac
     mr->access = int(access);
     mr->iova = (access & IBV_ACCESS_ZERO_BASED) ? 0 : iova;
     mr->host = static_cast<uint8_t *>(addr);
-    if (!mr_table_add(mr.get())) return fail<ibv_mr>(ENOMEM);
+    if (!mr_table_add(mr.get()))
+        return fail<ibv_mr>(refuse(ENOMEM, "ibv_reg_mr", "no memory region key left"));
     Pd::from(pd)->users.fetch_add(1);
     return mr.release();
 }
@@ -187,12 +198,17 @@ int rereg_mr(ibv_mr *m, int flags, ibv_pd *pd, void *addr, size_t length, int ac
         (flags & ~(IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_PD |
                    IBV_REREG_MR_CHANGE_ACCESS)) ||
         flags == 0)
-        return EINVAL;
+        return refuse(EINVAL, "ibv_rereg_mr", "flags 0x%x: none, or unknown bits (or NULL mr)",
+                      flags);
     Mr *mr = Mr::from(m);
-    if ((flags & IBV_REREG_MR_CHANGE_PD) && !pd) return EINVAL;
-    if ((flags & IBV_REREG_MR_CHANGE_ACCESS) && !access_ok(unsigned(access))) return EINVAL;
+    if ((flags & IBV_REREG_MR_CHANGE_PD) && !pd)
+        return refuse(EINVAL, "ibv_rereg_mr", "IBV_REREG_MR_CHANGE_PD with a NULL pd");
+    if ((flags & IBV_REREG_MR_CHANGE_ACCESS) && !access_ok(unsigned(access)))
+        return refuse(EINVAL, "ibv_rereg_mr", "access 0x%x: remote write or atomic access needs "
+                      "IBV_ACCESS_LOCAL_WRITE, or unknown bits", access);
     if ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (length == 0 || !range_mapped(addr, length)))
-        return EINVAL;
+        return refuse(EINVAL, "ibv_rereg_mr", "%p + %zu is empty or not all mapped memory", addr,
+                      length);
     mr_table_remove(mr);
     if (flags & IBV_REREG_MR_CHANGE_PD) {
         mr->owner->users.fetch_sub(1);
@@ -207,7 +223,7 @@ int rereg_mr(ibv_mr *m, int flags, ibv_pd *pd, void *addr, size_t length, int ac
         mr->host = static_cast<uint8_t *>(addr);
         mr->iova = (mr->access & IBV_ACCESS_ZERO_BASED) ? 0 : uint64_t(uintptr_t(addr));
     }
-    if (!mr_table_add(mr)) return ENOMEM;
+    if (!mr_table_add(mr)) return refuse(ENOMEM, "ibv_rereg_mr", "no memory region key left");
     return 0;
 }
 
@@ -236,16 +252,25 @@ int destroy_comp_channel(ibv_comp_channel *ch) {
 }
 
 ibv_cq_ex *create_cq_ex(ibv_context *ctx, ibv_cq_init_attr_ex *a) {
-    if (!ctx || !a) return fail<ibv_cq_ex>(EINVAL);
-    if (a->cqe < 1 || a->cqe > uint32_t(kMaxCqe)) return fail<ibv_cq_ex>(EINVAL);
-    if (a->comp_vector >= uint32_t(ctx->num_comp_vectors)) return fail<ibv_cq_ex>(EINVAL);
-    if (a->comp_mask & ~uint32_t(IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD))
-        return fail<ibv_cq_ex>(EOPNOTSUPP);
-    if (a->wc_flags & ~uint64_t(IBV_CREATE_CQ_SUP_WC_FLAGS)) return fail<ibv_cq_ex>(EOPNOTSUPP);
-    if ((a->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
-        (a->flags &
-         ~uint32_t(IBV_CREATE_CQ_ATTR_SINGLE_THREADED | IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN)))
-        return fail<ibv_cq_ex>(EOPNOTSUPP);
+    static constexpr const char *kVerb = "ibv_create_cq";
+    if (!ctx || !a) return fail<ibv_cq_ex>(refuse(EINVAL, kVerb, "NULL context or attributes"));
+    if (a->cqe < 1 || a->cqe > uint32_t(kMaxCqe))
+        return fail<ibv_cq_ex>(refuse(EINVAL, kVerb, "cqe %u: 1 to %d", a->cqe, kMaxCqe));
+    if (a->comp_vector >= uint32_t(ctx->num_comp_vectors))
+        return fail<ibv_cq_ex>(refuse(EINVAL, kVerb, "comp_vector %u: the device has %d",
+                                      a->comp_vector, ctx->num_comp_vectors));
+    const uint32_t known = IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD;
+    if (a->comp_mask & ~known)
+        return fail<ibv_cq_ex>(refuse(EOPNOTSUPP, kVerb, "comp_mask bits 0x%x are not supported",
+                                      a->comp_mask & ~known));
+    if (a->wc_flags & ~uint64_t(IBV_CREATE_CQ_SUP_WC_FLAGS))
+        return fail<ibv_cq_ex>(refuse(EOPNOTSUPP, kVerb, "wc_flags bits 0x%llx are not supported",
+                                      (unsigned long long)(a->wc_flags &
+                                                           ~uint64_t(IBV_CREATE_CQ_SUP_WC_FLAGS))));
+    const uint32_t flags_ok = IBV_CREATE_CQ_ATTR_SINGLE_THREADED | IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN;
+    if ((a->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) && (a->flags & ~flags_ok))
+        return fail<ibv_cq_ex>(refuse(EOPNOTSUPP, kVerb, "flags 0x%x are not supported",
+                                      a->flags & ~flags_ok));
     auto cq =
         std::make_unique<Cq>(ctx, int(a->cqe), a->channel ? CompChannel::from(a->channel) : nullptr,
                              a->cq_context, a->wc_flags);
@@ -253,7 +278,8 @@ ibv_cq_ex *create_cq_ex(ibv_context *ctx, ibv_cq_init_attr_ex *a) {
 }
 
 int resize_cq(ibv_cq *cq, int cqe) {
-    if (!cq || cqe < 1 || cqe > kMaxCqe) return EINVAL;
+    if (!cq || cqe < 1 || cqe > kMaxCqe)
+        return refuse(EINVAL, "ibv_resize_cq", "cqe %d: 1 to %d (or NULL cq)", cqe, kMaxCqe);
     return Cq::from(cq)->resize(cqe);
 }
 
@@ -343,14 +369,19 @@ int destroy_qp(ibv_qp *q) {
 // ------------------------------------------------------------------------------ SRQ
 
 ibv_srq *create_srq_ex(ibv_context *ctx, ibv_srq_init_attr_ex *a) {
-    if (!ctx || !a) return fail<ibv_srq>(EINVAL);
-    if (!(a->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !a->pd) return fail<ibv_srq>(EINVAL);
+    static constexpr const char *kVerb = "ibv_create_srq";
+    if (!ctx || !a || !(a->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !a->pd)
+        return fail<ibv_srq>(refuse(EINVAL, kVerb, "an SRQ needs a context and a PD"));
     if ((a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && a->srq_type != IBV_SRQT_BASIC)
-        return fail<ibv_srq>(EOPNOTSUPP);
+        return fail<ibv_srq>(refuse(EOPNOTSUPP, kVerb, "srq_type %d: only IBV_SRQT_BASIC (no XRC, "
+                                    "no tag matching)", int(a->srq_type)));
     const ibv_srq_attr &s = a->attr;
     if (s.max_wr == 0 || s.max_wr > uint32_t(kMaxSrqWr) || s.max_sge == 0 ||
         s.max_sge > uint32_t(kMaxSge) || s.srq_limit > s.max_wr)
-        return fail<ibv_srq>(EINVAL);
+        return fail<ibv_srq>(refuse(EINVAL, kVerb,
+                                    "max_wr %u (1 to %d), max_sge %u (1 to %d), srq_limit %u "
+                                    "(at most max_wr)",
+                                    s.max_wr, kMaxSrqWr, s.max_sge, kMaxSge, s.srq_limit));
     auto srq = std::make_unique<Srq>(ctx, a->pd, s, a->srq_context);
     Pd::from(a->pd)->users.fetch_add(1);
     return srq.release();
@@ -379,9 +410,14 @@ int destroy_srq(ibv_srq *srq) {
 // ------------------------------------------------------------------------------ AH
 
 ibv_ah *create_ah(ibv_pd *pd, ibv_ah_attr *attr) {
-    if (!pd || !attr) return fail<ibv_ah>(EINVAL);
-    if (attr->port_num != 1) return fail<ibv_ah>(EINVAL);
-    if (!attr->is_global) return fail<ibv_ah>(EINVAL);  // RoCE needs a GRH
+    if (!pd || !attr) return fail<ibv_ah>(refuse(EINVAL, "ibv_create_ah", "NULL pd or attr"));
+    if (attr->port_num != 1)
+        return fail<ibv_ah>(refuse(EINVAL, "ibv_create_ah", "port_num %u: the device has one, 1",
+                                   attr->port_num));
+    if (!attr->is_global)
+        return fail<ibv_ah>(refuse(EINVAL, "ibv_create_ah",
+                                   "is_global is 0: RoCE addresses peers by GID, so an address "
+                                   "handle needs a GRH (is_global = 1, grh.dgid)"));
     auto ah = std::make_unique<Ah>();
     ah->context = pd->context;
     ah->pd = pd;

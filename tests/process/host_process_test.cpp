@@ -2,11 +2,14 @@
 // The library lives inside other people's processes: what it must not change there.
 #include <dirent.h>
 #include <gtest/gtest.h>
+#include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -74,4 +77,61 @@ TEST(HostProcess, BackgroundThreadTakesNoSignal) {
             oob.barrier();
             return 0;
         }));
+}
+
+// Refused arguments explain themselves under SOFTRDMA_DEBUG: one line naming the verb, the
+// errno and the attribute (here, the RoCE rule that an address vector needs a GRH).
+TEST(HostProcess, RefusedArgumentsSayWhichAndWhy) {
+    EXPECT_PAIR_OK(run_pair(
+        [](Oob &) {
+            setenv("SOFTRDMA_DEBUG", "1", 1);  // before the library reads it
+            char path[] = "/tmp/sr-debug-XXXXXX";
+            const int log = mkstemp(path);
+            PCHECK(log >= 0);
+            unlink(path);
+            PCHECK(dup2(log, 2) == 2);
+            int n = 0;
+            ibv_device **devs = ibv_get_device_list(&n);
+            PCHECK(devs && n > 0);
+            ibv_context *ctx = ibv_open_device(devs[n - 1]);
+            ibv_pd *pd = ibv_alloc_pd(ctx);
+            ibv_cq *cq = ibv_create_cq(ctx, 4, nullptr, nullptr, 0);
+            ibv_qp_init_attr qa{};
+            qa.send_cq = qa.recv_cq = cq;
+            qa.qp_type = IBV_QPT_RC;
+            qa.cap.max_send_wr = qa.cap.max_recv_wr = qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
+            ibv_qp *qp = ibv_create_qp(pd, &qa);
+            PCHECK(qp != nullptr);
+            ibv_qp_attr a{};
+            a.qp_state = IBV_QPS_INIT;
+            a.port_num = 1;
+            PCHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+                                             IBV_QP_ACCESS_FLAGS) == 0);
+            a = {};
+            a.qp_state = IBV_QPS_RTR;
+            a.path_mtu = IBV_MTU_1024;
+            a.dest_qp_num = 0x123;
+            a.ah_attr.port_num = 1;  // no GRH: fine on InfiniBand, not on RoCE
+            PCHECK_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+                                                IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                                                IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
+                      EINVAL);
+            a.max_dest_rd_atomic = 200;
+            PCHECK_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+                                                IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                                                IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
+                      EINVAL);
+            char text[4096] = {};
+            PCHECK(pread(log, text, sizeof text - 1, 0) > 0);
+            PCHECK(std::strstr(text, "softrdma: ibv_modify_qp: EINVAL: ah_attr.is_global is 0") &&
+                   std::strstr(text, "needs a GRH"));
+            PCHECK(std::strstr(text, "ibv_modify_qp: EINVAL: max_dest_rd_atomic 200 exceeds"));
+            ibv_destroy_qp(qp);
+            ibv_destroy_cq(cq);
+            ibv_dealloc_pd(pd);
+            ibv_close_device(ctx);
+            ibv_free_device_list(devs);
+            return 0;
+        },
+        [](Oob &) { return 0; }));
 }

@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "common/log.h"
 #include "verbs/context.h"
 #include "verbs/device.h"
 #include "verbs/verbs_ops.h"
@@ -14,6 +15,7 @@
 #undef ibv_query_port
 
 using namespace softrdma::verbs;
+using softrdma::refuse;
 
 extern "C" {
 
@@ -46,7 +48,7 @@ ibv_context *ibv_open_device(ibv_device *dev) { return open_device(dev); }
 int ibv_close_device(ibv_context *ctx) { return close_device(ctx); }
 
 ibv_context *ibv_import_device(int) {
-    errno = EOPNOTSUPP;
+    errno = refuse(EOPNOTSUPP, "ibv_import_device", "a verbs fd to import needs the kernel");
     return nullptr;
 }
 
@@ -61,7 +63,7 @@ int ibv_query_port(ibv_context *ctx, uint8_t port, _compat_ibv_port_attr *attr) 
 int ibv_query_gid(ibv_context *ctx, uint8_t port, int index, union ibv_gid *gid) {
     ibv_gid_entry e;
     if (!gid || index < 0 || query_gid_entry(ctx, port, uint32_t(index), &e) != 0) {
-        errno = EINVAL;
+        errno = refuse(EINVAL, "ibv_query_gid", "port %u index %d: no such GID", port, index);
         return -1;
     }
     *gid = e.gid;

@@ -4,12 +4,14 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/log.h"
 #include "verbs/verbs_ops.h"
 
 #undef ibv_reg_mr
 #undef ibv_reg_mr_iova
 
 using namespace softrdma::verbs;
+using softrdma::refuse;
 
 extern "C" {
 
@@ -31,7 +33,7 @@ ibv_mr *ibv_reg_mr_iova2(ibv_pd *pd, void *addr, size_t length, uint64_t iova,
     return reg_mr(pd, addr, length, iova, access);
 }
 ibv_mr *ibv_reg_dmabuf_mr(ibv_pd *, uint64_t, size_t, uint64_t, int, int) {
-    errno = EOPNOTSUPP;
+    errno = refuse(EOPNOTSUPP, "ibv_reg_dmabuf_mr", "device memory (dma-buf) needs a kernel driver");
     return nullptr;
 }
 int ibv_rereg_mr(ibv_mr *mr, int flags, ibv_pd *pd, void *addr, size_t length, int access) {
@@ -48,17 +50,17 @@ int ibv_dereg_mr(ibv_mr *mr) {
 
 // Sharing objects between processes through a verbs fd needs the kernel.
 ibv_pd *ibv_import_pd(ibv_context *, uint32_t) {
-    errno = EOPNOTSUPP;
+    errno = refuse(EOPNOTSUPP, "ibv_import_pd", "objects shared through a verbs fd need the kernel");
     return nullptr;
 }
 void ibv_unimport_pd(ibv_pd *) {}
 ibv_mr *ibv_import_mr(ibv_pd *, uint32_t) {
-    errno = EOPNOTSUPP;
+    errno = refuse(EOPNOTSUPP, "ibv_import_mr", "objects shared through a verbs fd need the kernel");
     return nullptr;
 }
 void ibv_unimport_mr(ibv_mr *) {}
 ibv_dm *ibv_import_dm(ibv_context *, uint32_t) {
-    errno = EOPNOTSUPP;
+    errno = refuse(EOPNOTSUPP, "ibv_import_dm", "objects shared through a verbs fd need the kernel");
     return nullptr;
 }
 void ibv_unimport_dm(ibv_dm *) {}
@@ -73,7 +75,8 @@ int ibv_destroy_comp_channel(ibv_comp_channel *ch) {
 ibv_cq *ibv_create_cq(ibv_context *ctx, int cqe, void *cq_context, ibv_comp_channel *channel,
                       int comp_vector) {
     if (cqe < 1 || comp_vector < 0) {
-        errno = EINVAL;
+        errno = refuse(EINVAL, "ibv_create_cq", "cqe %d (at least 1), comp_vector %d", cqe,
+                       comp_vector);
         return nullptr;
     }
     ibv_cq_init_attr_ex a{};
@@ -99,7 +102,7 @@ void ibv_ack_cq_events(ibv_cq *cq, unsigned int nevents) {
 
 ibv_qp *ibv_create_qp(ibv_pd *pd, ibv_qp_init_attr *attr) {
     if (!pd || !attr) {
-        errno = EINVAL;
+        errno = refuse(EINVAL, "ibv_create_qp", "NULL pd or attr");
         return nullptr;
     }
     ibv_qp_init_attr_ex a{};
@@ -131,10 +134,10 @@ int ibv_query_qp_data_in_order(ibv_qp *qp, enum ibv_wr_opcode, uint32_t) {
     return qp ? 1 : 0;
 }
 int ibv_query_ece(ibv_qp *, ibv_ece *) {
-    return EOPNOTSUPP;
+    return refuse(EOPNOTSUPP, "ibv_query_ece", "no enhanced connection establishment options");
 }
 int ibv_set_ece(ibv_qp *, ibv_ece *) {
-    return EOPNOTSUPP;
+    return refuse(EOPNOTSUPP, "ibv_set_ece", "no enhanced connection establishment options");
 }
 
 ibv_srq *ibv_create_srq(ibv_pd *pd, ibv_srq_init_attr *attr) {
