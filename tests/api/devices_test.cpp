@@ -3,9 +3,16 @@
 #include <infiniband/verbs.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fcntl.h>
 #include <string>
+
+// rdma-core declares these in <infiniband/driver.h>, a provider header we do not ship.
+extern "C" {
+const char *ibv_get_sysfs_path(void);
+int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t size);
+}
 
 namespace {
 
@@ -123,4 +130,35 @@ TEST(Devices, AsyncEventFdIsNonBlockingCapable) {
     ibv_async_event ev;
     EXPECT_EQ(ibv_get_async_event(d.ctx, &ev), -1);
     EXPECT_EQ(errno, EAGAIN);
+}
+
+// Outside `softrdma run` no kernel files exist for our devices; ibv_read_sysfs_file answers as
+// the kernel's would (the files `softrdma run` writes into its view).
+TEST(Devices, SysfsHelpersAnswerForOurDevices) {
+    Dev d;
+    ASSERT_NE(d.ctx, nullptr);
+    ibv_device *dev = d.ctx->device;
+    EXPECT_STREQ(ibv_get_sysfs_path(), "/sys");
+    EXPECT_STREQ(dev->ibdev_path, "/sys/class/infiniband/sr_lo");
+    char buf[128];
+    ASSERT_GT(ibv_read_sysfs_file(dev->ibdev_path, "ports/1/gid_attrs/types/0", buf, sizeof buf), 0);
+    EXPECT_STREQ(buf, "RoCE v2");
+    ASSERT_GT(ibv_read_sysfs_file(dev->ibdev_path, "ports/1/gid_attrs/ndevs/0", buf, sizeof buf), 0);
+    EXPECT_STREQ(buf, "lo");
+    ASSERT_GT(ibv_read_sysfs_file(dev->ibdev_path, "ports/1/gids/0", buf, sizeof buf), 0);
+    union ibv_gid gid;
+    ASSERT_EQ(ibv_query_gid(d.ctx, 1, 0, &gid), 0);
+    char want[64];
+    std::snprintf(want, sizeof want, "%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x",
+                  gid.raw[0], gid.raw[1], gid.raw[2], gid.raw[3], gid.raw[4], gid.raw[5],
+                  gid.raw[6], gid.raw[7], gid.raw[8], gid.raw[9], gid.raw[10], gid.raw[11],
+                  gid.raw[12], gid.raw[13], gid.raw[14], gid.raw[15]);
+    EXPECT_STREQ(buf, want);
+    ASSERT_GT(ibv_read_sysfs_file(dev->ibdev_path, "ports/1/state", buf, sizeof buf), 0);
+    EXPECT_STREQ(buf, "4: ACTIVE");
+    ASSERT_GT(ibv_read_sysfs_file(dev->dev_path, "ibdev", buf, sizeof buf), 0);
+    EXPECT_STREQ(buf, "sr_lo");
+    EXPECT_EQ(ibv_read_sysfs_file(dev->ibdev_path, "ports/2/state", buf, sizeof buf), -1);
+    // A real file still comes from the file system.
+    ASSERT_GT(ibv_read_sysfs_file("/proc/self", "comm", buf, sizeof buf), 0);
 }
