@@ -44,8 +44,9 @@ bool enter_namespaces(std::string &why) {
     const gid_t gid = ::getegid();
     if (::unshare(CLONE_NEWNS | (root ? 0 : CLONE_NEWUSER)) != 0) {
         why = std::string("unshare: ") + std::strerror(errno) +
-              (root ? "" : " (unprivileged user namespaces may be disabled: "
-                           "kernel.unprivileged_userns_clone or user.max_user_namespaces)");
+              (root ? ""
+                    : " (unprivileged user namespaces may be disabled: "
+                      "kernel.unprivileged_userns_clone or user.max_user_namespaces)");
         return false;
     }
     if (!root) {
@@ -111,8 +112,8 @@ bool overlay(const std::string &target, const std::vector<SysfsEntry> &entries, 
             if (::symlink(link, to.c_str()) != 0) ok = false, why = err("symlink", to);
             continue;
         }
-        const bool made = S_ISDIR(st.st_mode) ? ::mkdir(to.c_str(), 0755) == 0
-                                              : write_file(to, "", 0600);
+        const bool made =
+            S_ISDIR(st.st_mode) ? ::mkdir(to.c_str(), 0755) == 0 : write_file(to, "", 0600);
         // MS_REC: a user namespace may not reveal what lies under a mount it inherited.
         if (!made || ::mount(from.c_str(), to.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
             ok = false;
@@ -125,7 +126,8 @@ bool overlay(const std::string &target, const std::vector<SysfsEntry> &entries, 
         if (!ok) break;
         if (e.path.rfind(target + "/", 0) != 0) continue;
         const std::string at = stage + e.path.substr(target.size());
-        if (!make_parents(at)) ok = false, why = err("mkdir", at);
+        if (!make_parents(at))
+            ok = false, why = err("mkdir", at);
         else if (e.kind == SysfsEntry::Kind::kFile && !write_file(at, e.content, 0444))
             ok = false, why = err("write", at);
         else if (e.kind == SysfsEntry::Kind::kSymlink && ::symlink(e.content.c_str(), at.c_str()))

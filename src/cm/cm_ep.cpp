@@ -46,17 +46,27 @@ namespace {
 // programs that perror() it printed "Success". The code stays (programs compare it); errno
 // now says what went wrong too.
 int eai_failure(int eai, const char *node, const char *service) {
-    CM_LOG("getaddrinfo %s %s: %s", node ? node : "-", service ? service : "-",
-           gai_strerror(eai));
+    CM_LOG("getaddrinfo %s %s: %s", node ? node : "-", service ? service : "-", gai_strerror(eai));
     switch (eai) {
-        case EAI_SYSTEM: break;  // errno is already the cause
-        case EAI_MEMORY: errno = ENOMEM; break;
-        case EAI_AGAIN: errno = EAGAIN; break;
-        case EAI_FAMILY: errno = EAFNOSUPPORT; break;
+        case EAI_SYSTEM:
+            break;  // errno is already the cause
+        case EAI_MEMORY:
+            errno = ENOMEM;
+            break;
+        case EAI_AGAIN:
+            errno = EAGAIN;
+            break;
+        case EAI_FAMILY:
+            errno = EAFNOSUPPORT;
+            break;
         case EAI_BADFLAGS:
         case EAI_SOCKTYPE:
-        case EAI_SERVICE: errno = EINVAL; break;
-        default: errno = EADDRNOTAVAIL; break;  // no such host or address
+        case EAI_SERVICE:
+            errno = EINVAL;
+            break;
+        default:
+            errno = EADDRNOTAVAIL;
+            break;  // no such host or address
     }
     return eai;
 }
@@ -83,7 +93,8 @@ int resolve(const char *node, const char *service, const rdma_addrinfo *hints, i
     if (flags & RAI_PASSIVE) h.ai_flags |= AI_PASSIVE;
     if (flags & RAI_NUMERICHOST) h.ai_flags |= AI_NUMERICHOST;
     addrinfo *gai = nullptr;
-    if (const int ret = ::getaddrinfo(node, service, &h, &gai)) return eai_failure(ret, node, service);
+    if (const int ret = ::getaddrinfo(node, service, &h, &gai))
+        return eai_failure(ret, node, service);
     rdma_addrinfo **tail = &head;
     for (addrinfo *a = gai; a; a = a->ai_next) {
         auto *r = static_cast<rdma_addrinfo *>(std::calloc(1, sizeof(rdma_addrinfo)));

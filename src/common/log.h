@@ -6,12 +6,12 @@ namespace softrdma {
 
 bool debug_enabled();
 
-#define SR_DEBUG(...)                                  \
-    do {                                               \
-        if (::softrdma::debug_enabled()) {             \
+#define SR_DEBUG(...)                                       \
+    do {                                                    \
+        if (::softrdma::debug_enabled()) {                  \
             std::fprintf(stderr, "softrdma: " __VA_ARGS__); \
-            std::fputc('\n', stderr);                  \
-        }                                              \
+            std::fputc('\n', stderr);                       \
+        }                                                   \
     } while (0)
 
 // A verb refuses an argument: under SOFTRDMA_DEBUG, one line naming the verb, the errno and

@@ -11,7 +11,9 @@
 namespace softrdma::verbs {
 namespace {
 
-Cq *self(ibv_cq_ex *c) { return Cq::from_ex(c); }
+Cq *self(ibv_cq_ex *c) {
+    return Cq::from_ex(c);
+}
 
 }  // namespace
 

@@ -121,8 +121,8 @@ std::shared_ptr<Qp> Qp::create(Context *ctx, ibv_qp_init_attr_ex &a, int &err) {
     }
     const long long type = enum_value(a.qp_type);
     if (type != IBV_QPT_RC && type != IBV_QPT_UC && type != IBV_QPT_UD) {
-        err = refuse(EOPNOTSUPP, "ibv_create_qp", "qp_type %lld: only RC, UC and UD QPs exist",
-                     type);
+        err =
+            refuse(EOPNOTSUPP, "ibv_create_qp", "qp_type %lld: only RC, UC and UD QPs exist", type);
         return nullptr;
     }
     const uint32_t create_flags =
@@ -237,8 +237,8 @@ int Qp::modify(ibv_qp_attr *a, int mask) {
         return refuse(EINVAL, kVerb,
                       "%s QP %s -> %s with attr_mask 0x%x: not a valid transition, or the mask "
                       "lacks an attribute this transition requires or has one it forbids",
-                      qp_type_name(qp_base.qp_type), qp_state_name(cur),
-                      qp_state_name(next), unsigned(mask));
+                      qp_type_name(qp_base.qp_type), qp_state_name(cur), qp_state_name(next),
+                      unsigned(mask));
     if ((mask & IBV_QP_PORT) && a->port_num != 1)
         return refuse(EINVAL, kVerb, "port_num %u: the device has one port, 1", a->port_num);
     if ((mask & IBV_QP_PKEY_INDEX) && a->pkey_index != 0)
@@ -269,8 +269,8 @@ int Qp::modify(ibv_qp_attr *a, int mask) {
                                   IBV_ACCESS_ZERO_BASED | IBV_ACCESS_ON_DEMAND |
                                   IBV_ACCESS_RELAXED_ORDERING;
     if ((mask & IBV_QP_ACCESS_FLAGS) && (a->qp_access_flags & ~known_access))
-        return refuse(EINVAL, kVerb, "qp_access_flags 0x%x: unknown bits 0x%x",
-                      a->qp_access_flags, a->qp_access_flags & ~known_access);
+        return refuse(EINVAL, kVerb, "qp_access_flags 0x%x: unknown bits 0x%x", a->qp_access_flags,
+                      a->qp_access_flags & ~known_access);
     if (mask & IBV_QP_AV) {
         // RoCE: the address vector must carry a GRH naming one of our GIDs.
         const ibv_ah_attr &av = a->ah_attr;
@@ -448,8 +448,10 @@ int Qp::validate_send(const ibv_send_wr &wr) const {
                       (unsigned long long)wr.wr_id);
     if ((is_atomic(wr.opcode) || wr.opcode == IBV_WR_RDMA_READ) &&
         (wr.send_flags & IBV_SEND_INLINE))
-        return refuse(EINVAL, kVerb, "wr_id %llu: %s cannot be IBV_SEND_INLINE (it writes "
-                      "local memory)", (unsigned long long)wr.wr_id, wr_opcode_name(wr.opcode));
+        return refuse(EINVAL, kVerb,
+                      "wr_id %llu: %s cannot be IBV_SEND_INLINE (it writes "
+                      "local memory)",
+                      (unsigned long long)wr.wr_id, wr_opcode_name(wr.opcode));
     if (total > (1ull << 31))
         return refuse(EINVAL, kVerb, "wr_id %llu: %llu bytes, a message is at most 2 GiB",
                       (unsigned long long)wr.wr_id, (unsigned long long)total);

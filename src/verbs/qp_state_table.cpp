@@ -80,9 +80,9 @@ struct Table {
         sqd_sqd.opt[kUc] = IBV_QP_AV | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX |
                            IBV_QP_PATH_MIG_STATE;
         sqd_sqd.opt[kRc] = IBV_QP_PORT | IBV_QP_AV | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-                           IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC |
-                           IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
-                           IBV_QP_PKEY_INDEX | IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE;
+                           IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC |
+                           IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX |
+                           IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE;
 
         Rule &sqe_rts = r[IBV_QPS_SQE][IBV_QPS_RTS];
         sqe_rts.valid = true;
@@ -135,23 +135,42 @@ const char *qp_state_name(ibv_qp_state s) {
 
 const char *qp_type_name(ibv_qp_type t) {
     switch (unsigned(t)) {
-        case IBV_QPT_RC: return "RC";
-        case IBV_QPT_UC: return "UC";
-        case IBV_QPT_UD: return "UD";
-        case IBV_QPT_RAW_PACKET: return "RAW_PACKET";
-        case IBV_QPT_XRC_SEND: return "XRC_SEND";
-        case IBV_QPT_XRC_RECV: return "XRC_RECV";
-        case IBV_QPT_DRIVER: return "DRIVER";
-        default: return "?";
+        case IBV_QPT_RC:
+            return "RC";
+        case IBV_QPT_UC:
+            return "UC";
+        case IBV_QPT_UD:
+            return "UD";
+        case IBV_QPT_RAW_PACKET:
+            return "RAW_PACKET";
+        case IBV_QPT_XRC_SEND:
+            return "XRC_SEND";
+        case IBV_QPT_XRC_RECV:
+            return "XRC_RECV";
+        case IBV_QPT_DRIVER:
+            return "DRIVER";
+        default:
+            return "?";
     }
 }
 
 const char *wr_opcode_name(ibv_wr_opcode op) {
-    static const char *const kNames[] = {
-        "RDMA_WRITE",   "RDMA_WRITE_WITH_IMM", "SEND",        "SEND_WITH_IMM",
-        "RDMA_READ",    "ATOMIC_CMP_AND_SWP",  "ATOMIC_FETCH_AND_ADD", "LOCAL_INV",
-        "BIND_MW",      "SEND_WITH_INV",       "TSO",         "DRIVER1",
-        "?",            "?",                   "FLUSH",       "ATOMIC_WRITE"};
+    static const char *const kNames[] = {"RDMA_WRITE",
+                                         "RDMA_WRITE_WITH_IMM",
+                                         "SEND",
+                                         "SEND_WITH_IMM",
+                                         "RDMA_READ",
+                                         "ATOMIC_CMP_AND_SWP",
+                                         "ATOMIC_FETCH_AND_ADD",
+                                         "LOCAL_INV",
+                                         "BIND_MW",
+                                         "SEND_WITH_INV",
+                                         "TSO",
+                                         "DRIVER1",
+                                         "?",
+                                         "?",
+                                         "FLUSH",
+                                         "ATOMIC_WRITE"};
     const unsigned v = unsigned(op);
     return v < sizeof kNames / sizeof *kNames ? kNames[v] : "?";
 }

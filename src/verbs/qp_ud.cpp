@@ -74,8 +74,10 @@ int Qp::ud_post_one(const ibv_send_wr &wr) {
         return refuse(EINVAL, kVerb, "wr_id %llu: a UD QP only sends (SEND, SEND_WITH_IMM), not %s",
                       id, wr_opcode_name(wr.opcode));
     if (wr.num_sge < 0 || uint32_t(wr.num_sge) > max_send_sge_ || (wr.num_sge && !wr.sg_list))
-        return refuse(EINVAL, kVerb, "wr_id %llu: num_sge %d (the QP was created for %u) or a NULL "
-                      "sg_list", id, wr.num_sge, max_send_sge_);
+        return refuse(EINVAL, kVerb,
+                      "wr_id %llu: num_sge %d (the QP was created for %u) or a NULL "
+                      "sg_list",
+                      id, wr.num_sge, max_send_sge_);
     if (!wr.wr.ud.ah) return refuse(EINVAL, kVerb, "wr_id %llu: wr.ud.ah is NULL", id);
     uint64_t total = 0;
     for (int i = 0; i < wr.num_sge; ++i) total += wr.sg_list[i].length;

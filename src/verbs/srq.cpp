@@ -54,12 +54,16 @@ bool Srq::take(RecvWqe &out, std::vector<Sge> &sges) {
 int Srq::modify(const ibv_srq_attr &attr, int mask) {
     std::lock_guard lk(mu_);
     if (mask & ~(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT))
-        return refuse(EINVAL, "ibv_modify_srq", "attr_mask 0x%x: only IBV_SRQ_MAX_WR and "
-                      "IBV_SRQ_LIMIT", unsigned(mask));
+        return refuse(EINVAL, "ibv_modify_srq",
+                      "attr_mask 0x%x: only IBV_SRQ_MAX_WR and "
+                      "IBV_SRQ_LIMIT",
+                      unsigned(mask));
     if (mask & IBV_SRQ_MAX_WR) {
         if (attr.max_wr == 0 || attr.max_wr > uint32_t(kMaxSrqWr) || attr.max_wr < rq_.count())
-            return refuse(EINVAL, "ibv_modify_srq", "max_wr %u: 1 to %d and at least the %zu "
-                          "receives posted", attr.max_wr, kMaxSrqWr, size_t(rq_.count()));
+            return refuse(EINVAL, "ibv_modify_srq",
+                          "max_wr %u: 1 to %d and at least the %zu "
+                          "receives posted",
+                          attr.max_wr, kMaxSrqWr, size_t(rq_.count()));
         if (attr.max_wr > max_wr_) {
             rq_.grow(attr.max_wr);
             max_wr_ = attr.max_wr;

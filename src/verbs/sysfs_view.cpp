@@ -29,15 +29,18 @@ std::string guid_text(uint64_t host_order) {
 
 std::string rate_text(const ibv_port_attr &p) {
     // ib_core's rate file: "<Gb/s> Gb/sec (<width>X <speed name>)".
-    const int lanes = p.active_width == 2 ? 4 : p.active_width == 4 ? 8 : p.active_width == 8 ? 12
-                      : p.active_width == 16 ? 2 : 1;
+    const int lanes = p.active_width == 2    ? 4
+                      : p.active_width == 4  ? 8
+                      : p.active_width == 8  ? 12
+                      : p.active_width == 16 ? 2
+                                             : 1;
     struct Speed {
         int code, gbps_per_lane;
         const char *name;
     };
-    static const Speed kSpeeds[] = {{1, 2, " SDR"}, {2, 5, " DDR"},  {4, 10, " QDR"},
-                                    {8, 10, " FDR10"}, {16, 14, " FDR"}, {32, 25, " EDR"},
-                                    {64, 50, " HDR"}, {128, 100, " NDR"}};
+    static const Speed kSpeeds[] = {{1, 2, " SDR"},    {2, 5, " DDR"},    {4, 10, " QDR"},
+                                    {8, 10, " FDR10"}, {16, 14, " FDR"},  {32, 25, " EDR"},
+                                    {64, 50, " HDR"},  {128, 100, " NDR"}};
     const Speed *s = &kSpeeds[0];
     for (const Speed &k : kSpeeds)
         if (k.code == p.active_speed) s = &k;
@@ -65,7 +68,8 @@ void add_device(std::vector<SysfsEntry> &v, Device &dev) {
     file(ib + "/node_desc", std::string("softrdma ") + dev.ifname() + "\n");
     // The netdev behind the port, where rdma-core's tests and `rdma link` look for it.
     file(ib + "/device/numa_node", "-1\n");
-    v.push_back({K::kSymlink, ib + "/device/net/" + dev.ifname(), "/sys/class/net/" + dev.ifname()});
+    v.push_back(
+        {K::kSymlink, ib + "/device/net/" + dev.ifname(), "/sys/class/net/" + dev.ifname()});
     const std::string port = ib + "/ports/1";
     file(port + "/state", "4: ACTIVE\n");
     file(port + "/phys_state", "5: LinkUp\n");

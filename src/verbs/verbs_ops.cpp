@@ -176,8 +176,8 @@ ibv_mr *reg_mr(ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsigned ac
                                    "IBV_ACCESS_LOCAL_WRITE, or unknown bits",
                                    access));
     if (!(access & IBV_ACCESS_ON_DEMAND) && !range_mapped(addr, length))
-        return fail<ibv_mr>(refuse(EFAULT, "ibv_reg_mr", "%p + %zu is not all mapped memory",
-                                   addr, length));
+        return fail<ibv_mr>(
+            refuse(EFAULT, "ibv_reg_mr", "%p + %zu is not all mapped memory", addr, length));
     auto mr = std::make_unique<Mr>();
     mr->context = pd->context;
     mr->pd = pd;
@@ -204,8 +204,10 @@ int rereg_mr(ibv_mr *m, int flags, ibv_pd *pd, void *addr, size_t length, int ac
     if ((flags & IBV_REREG_MR_CHANGE_PD) && !pd)
         return refuse(EINVAL, "ibv_rereg_mr", "IBV_REREG_MR_CHANGE_PD with a NULL pd");
     if ((flags & IBV_REREG_MR_CHANGE_ACCESS) && !access_ok(unsigned(access)))
-        return refuse(EINVAL, "ibv_rereg_mr", "access 0x%x: remote write or atomic access needs "
-                      "IBV_ACCESS_LOCAL_WRITE, or unknown bits", access);
+        return refuse(EINVAL, "ibv_rereg_mr",
+                      "access 0x%x: remote write or atomic access needs "
+                      "IBV_ACCESS_LOCAL_WRITE, or unknown bits",
+                      access);
     if ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (length == 0 || !range_mapped(addr, length)))
         return refuse(EINVAL, "ibv_rereg_mr", "%p + %zu is empty or not all mapped memory", addr,
                       length);
@@ -264,13 +266,14 @@ ibv_cq_ex *create_cq_ex(ibv_context *ctx, ibv_cq_init_attr_ex *a) {
         return fail<ibv_cq_ex>(refuse(EOPNOTSUPP, kVerb, "comp_mask bits 0x%x are not supported",
                                       a->comp_mask & ~known));
     if (a->wc_flags & ~uint64_t(IBV_CREATE_CQ_SUP_WC_FLAGS))
-        return fail<ibv_cq_ex>(refuse(EOPNOTSUPP, kVerb, "wc_flags bits 0x%llx are not supported",
-                                      (unsigned long long)(a->wc_flags &
-                                                           ~uint64_t(IBV_CREATE_CQ_SUP_WC_FLAGS))));
-    const uint32_t flags_ok = IBV_CREATE_CQ_ATTR_SINGLE_THREADED | IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN;
+        return fail<ibv_cq_ex>(
+            refuse(EOPNOTSUPP, kVerb, "wc_flags bits 0x%llx are not supported",
+                   (unsigned long long)(a->wc_flags & ~uint64_t(IBV_CREATE_CQ_SUP_WC_FLAGS))));
+    const uint32_t flags_ok =
+        IBV_CREATE_CQ_ATTR_SINGLE_THREADED | IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN;
     if ((a->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) && (a->flags & ~flags_ok))
-        return fail<ibv_cq_ex>(refuse(EOPNOTSUPP, kVerb, "flags 0x%x are not supported",
-                                      a->flags & ~flags_ok));
+        return fail<ibv_cq_ex>(
+            refuse(EOPNOTSUPP, kVerb, "flags 0x%x are not supported", a->flags & ~flags_ok));
     auto cq =
         std::make_unique<Cq>(ctx, int(a->cqe), a->channel ? CompChannel::from(a->channel) : nullptr,
                              a->cq_context, a->wc_flags);
@@ -373,8 +376,10 @@ ibv_srq *create_srq_ex(ibv_context *ctx, ibv_srq_init_attr_ex *a) {
     if (!ctx || !a || !(a->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !a->pd)
         return fail<ibv_srq>(refuse(EINVAL, kVerb, "an SRQ needs a context and a PD"));
     if ((a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && a->srq_type != IBV_SRQT_BASIC)
-        return fail<ibv_srq>(refuse(EOPNOTSUPP, kVerb, "srq_type %d: only IBV_SRQT_BASIC (no XRC, "
-                                    "no tag matching)", int(a->srq_type)));
+        return fail<ibv_srq>(refuse(EOPNOTSUPP, kVerb,
+                                    "srq_type %d: only IBV_SRQT_BASIC (no XRC, "
+                                    "no tag matching)",
+                                    int(a->srq_type)));
     const ibv_srq_attr &s = a->attr;
     if (s.max_wr == 0 || s.max_wr > uint32_t(kMaxSrqWr) || s.max_sge == 0 ||
         s.max_sge > uint32_t(kMaxSge) || s.srq_limit > s.max_wr)
@@ -412,8 +417,8 @@ int destroy_srq(ibv_srq *srq) {
 ibv_ah *create_ah(ibv_pd *pd, ibv_ah_attr *attr) {
     if (!pd || !attr) return fail<ibv_ah>(refuse(EINVAL, "ibv_create_ah", "NULL pd or attr"));
     if (attr->port_num != 1)
-        return fail<ibv_ah>(refuse(EINVAL, "ibv_create_ah", "port_num %u: the device has one, 1",
-                                   attr->port_num));
+        return fail<ibv_ah>(
+            refuse(EINVAL, "ibv_create_ah", "port_num %u: the device has one, 1", attr->port_num));
     if (!attr->is_global)
         return fail<ibv_ah>(refuse(EINVAL, "ibv_create_ah",
                                    "is_global is 0: RoCE addresses peers by GID, so an address "

@@ -23,7 +23,8 @@ struct Dev {
     Dev() {
         list = ibv_get_device_list(&n);
         for (int i = 0; list && i < n; ++i)
-            if (std::string(ibv_get_device_name(list[i])) == "sr_lo") ctx = ibv_open_device(list[i]);
+            if (std::string(ibv_get_device_name(list[i])) == "sr_lo")
+                ctx = ibv_open_device(list[i]);
     }
     ~Dev() {
         if (ctx) ibv_close_device(ctx);
@@ -141,15 +142,18 @@ TEST(Devices, SysfsHelpersAnswerForOurDevices) {
     EXPECT_STREQ(ibv_get_sysfs_path(), "/sys");
     EXPECT_STREQ(dev->ibdev_path, "/sys/class/infiniband/sr_lo");
     char buf[128];
-    ASSERT_GT(ibv_read_sysfs_file(dev->ibdev_path, "ports/1/gid_attrs/types/0", buf, sizeof buf), 0);
+    ASSERT_GT(ibv_read_sysfs_file(dev->ibdev_path, "ports/1/gid_attrs/types/0", buf, sizeof buf),
+              0);
     EXPECT_STREQ(buf, "RoCE v2");
-    ASSERT_GT(ibv_read_sysfs_file(dev->ibdev_path, "ports/1/gid_attrs/ndevs/0", buf, sizeof buf), 0);
+    ASSERT_GT(ibv_read_sysfs_file(dev->ibdev_path, "ports/1/gid_attrs/ndevs/0", buf, sizeof buf),
+              0);
     EXPECT_STREQ(buf, "lo");
     ASSERT_GT(ibv_read_sysfs_file(dev->ibdev_path, "ports/1/gids/0", buf, sizeof buf), 0);
     union ibv_gid gid;
     ASSERT_EQ(ibv_query_gid(d.ctx, 1, 0, &gid), 0);
     char want[64];
-    std::snprintf(want, sizeof want, "%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x",
+    std::snprintf(want, sizeof want,
+                  "%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x",
                   gid.raw[0], gid.raw[1], gid.raw[2], gid.raw[3], gid.raw[4], gid.raw[5],
                   gid.raw[6], gid.raw[7], gid.raw[8], gid.raw[9], gid.raw[10], gid.raw[11],
                   gid.raw[12], gid.raw[13], gid.raw[14], gid.raw[15]);

@@ -13,7 +13,8 @@ bool mlx5dv_is_supported(ibv_device *device);
 ibv_context *mlx5dv_open_device(ibv_device *device, void *attr);
 int mlx5dv_query_device(ibv_context *ctx, void *attr);
 int efadv_query_device(ibv_context *ctx, void *attr, uint32_t inlen);
-ibv_cq_ex *efadv_create_cq(ibv_context *ctx, ibv_cq_init_attr_ex *attr, void *efa_attr, uint32_t inlen);
+ibv_cq_ex *efadv_create_cq(ibv_context *ctx, ibv_cq_init_attr_ex *attr, void *efa_attr,
+                           uint32_t inlen);
 }
 
 TEST_F(VerbsTest, VendorProvidersSayNotTheirDevice) {

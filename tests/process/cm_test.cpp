@@ -533,7 +533,8 @@ TEST(CmLocal, StateErrorsOptionsChannelsAndAcks) {
         rdma_cm_id *id2;
         PCHECK(rdma_create_id(ch, &id2, nullptr, RDMA_PS_TCP) == 0);
         errno = 0;
-        PCHECK(rdma_bind_addr(id2, reinterpret_cast<sockaddr *>(&a)) == -1 && errno == EADDRNOTAVAIL);  // loopback is "any"
+        PCHECK(rdma_bind_addr(id2, reinterpret_cast<sockaddr *>(&a)) == -1 &&
+               errno == EADDRNOTAVAIL);                                      // loopback is "any"
         PCHECK(rdma_bind_addr(id, reinterpret_cast<sockaddr *>(&a)) == -1);  // bound already
         // IPv6 wildcard with port 0 gets a port.
         rdma_cm_id *id6;
@@ -827,8 +828,8 @@ TEST(Cm, ConnectWithoutParametersServesReads) {
         PCHECK(rdma_connect(id, nullptr) == 0);
         rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_ESTABLISHED));
         static char buf[16] = "read me!";
-        ibv_mr *mr = ibv_reg_mr(id->pd, buf, sizeof buf,
-                                IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+        ibv_mr *mr =
+            ibv_reg_mr(id->pd, buf, sizeof buf, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
         oob.put<uint64_t>(uintptr_t(buf));
         oob.put<uint32_t>(mr->rkey);
         oob.barrier();  // the server has read
@@ -961,7 +962,8 @@ TEST(Cm, DualStackListenersShareAPort) {
         a6.sin6_family = AF_INET6;
         a6.sin6_port = port;
         int zero = 0, one = 1;
-        PCHECK(rdma_set_option(l6_any, RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY, &zero, sizeof zero) == 0);
+        PCHECK(rdma_set_option(l6_any, RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY, &zero, sizeof zero) ==
+               0);
         errno = 0;
         PCHECK(rdma_bind_addr(l6_any, reinterpret_cast<sockaddr *>(&a6)) == -1);
         PCHECK_EQ(errno, EADDRNOTAVAIL);

@@ -105,22 +105,25 @@ TEST(HostProcess, RefusedArgumentsSayWhichAndWhy) {
             ibv_qp_attr a{};
             a.qp_state = IBV_QPS_INIT;
             a.port_num = 1;
-            PCHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-                                             IBV_QP_ACCESS_FLAGS) == 0);
+            PCHECK(ibv_modify_qp(
+                       qp, &a,
+                       IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) == 0);
             a = {};
             a.qp_state = IBV_QPS_RTR;
             a.path_mtu = IBV_MTU_1024;
             a.dest_qp_num = 0x123;
             a.ah_attr.port_num = 1;  // no GRH: fine on InfiniBand, not on RoCE
-            PCHECK_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-                                                IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                                                IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
-                      EINVAL);
+            PCHECK_EQ(
+                ibv_modify_qp(qp, &a,
+                              IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+                                  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
+                EINVAL);
             a.max_dest_rd_atomic = 200;
-            PCHECK_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-                                                IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                                                IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
-                      EINVAL);
+            PCHECK_EQ(
+                ibv_modify_qp(qp, &a,
+                              IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+                                  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
+                EINVAL);
             char text[4096] = {};
             PCHECK(pread(log, text, sizeof text - 1, 0) > 0);
             PCHECK(std::strstr(text, "softrdma: ibv_modify_qp: EINVAL: ah_attr.is_global is 0") &&

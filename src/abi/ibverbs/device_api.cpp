@@ -33,26 +33,38 @@ ibv_device **ibv_get_device_list(int *num_devices) {
     return list;
 }
 
-void ibv_free_device_list(ibv_device **list) { free(list); }
+void ibv_free_device_list(ibv_device **list) {
+    free(list);
+}
 
-const char *ibv_get_device_name(ibv_device *dev) { return dev ? dev->name : nullptr; }
+const char *ibv_get_device_name(ibv_device *dev) {
+    return dev ? dev->name : nullptr;
+}
 
 __be64 ibv_get_device_guid(ibv_device *dev) {
     return dev ? htobe64(Device::from(dev)->guid_host()) : 0;
 }
 
-int ibv_get_device_index(ibv_device *dev) { return dev ? Device::from(dev)->ifindex() : -1; }
+int ibv_get_device_index(ibv_device *dev) {
+    return dev ? Device::from(dev)->ifindex() : -1;
+}
 
-ibv_context *ibv_open_device(ibv_device *dev) { return open_device(dev); }
+ibv_context *ibv_open_device(ibv_device *dev) {
+    return open_device(dev);
+}
 
-int ibv_close_device(ibv_context *ctx) { return close_device(ctx); }
+int ibv_close_device(ibv_context *ctx) {
+    return close_device(ctx);
+}
 
 ibv_context *ibv_import_device(int) {
     errno = refuse(EOPNOTSUPP, "ibv_import_device", "a verbs fd to import needs the kernel");
     return nullptr;
 }
 
-int ibv_query_device(ibv_context *ctx, ibv_device_attr *attr) { return query_device(ctx, attr); }
+int ibv_query_device(ibv_context *ctx, ibv_device_attr *attr) {
+    return query_device(ctx, attr);
+}
 
 int ibv_query_port(ibv_context *ctx, uint8_t port, _compat_ibv_port_attr *attr) {
     // Old binaries pass the 48-byte pre-v1.x struct; the fields we fill all live there too.
@@ -125,9 +137,17 @@ int ibv_get_async_event(ibv_context *ctx, ibv_async_event *ev) {
 void ibv_ack_async_event(ibv_async_event *) {}
 
 // Fork support: we pin nothing, so fork is always safe.
-int ibv_fork_init(void) { return 0; }
-enum ibv_fork_status ibv_is_fork_initialized(void) { return IBV_FORK_UNNEEDED; }
-int ibv_dontfork_range(void *, size_t) { return 0; }
-int ibv_dofork_range(void *, size_t) { return 0; }
+int ibv_fork_init(void) {
+    return 0;
+}
+enum ibv_fork_status ibv_is_fork_initialized(void) {
+    return IBV_FORK_UNNEEDED;
+}
+int ibv_dontfork_range(void *, size_t) {
+    return 0;
+}
+int ibv_dofork_range(void *, size_t) {
+    return 0;
+}
 
 }  // extern "C"

@@ -33,7 +33,8 @@ ibv_mr *ibv_reg_mr_iova2(ibv_pd *pd, void *addr, size_t length, uint64_t iova,
     return reg_mr(pd, addr, length, iova, access);
 }
 ibv_mr *ibv_reg_dmabuf_mr(ibv_pd *, uint64_t, size_t, uint64_t, int, int) {
-    errno = refuse(EOPNOTSUPP, "ibv_reg_dmabuf_mr", "device memory (dma-buf) needs a kernel driver");
+    errno =
+        refuse(EOPNOTSUPP, "ibv_reg_dmabuf_mr", "device memory (dma-buf) needs a kernel driver");
     return nullptr;
 }
 int ibv_rereg_mr(ibv_mr *mr, int flags, ibv_pd *pd, void *addr, size_t length, int access) {
@@ -50,17 +51,20 @@ int ibv_dereg_mr(ibv_mr *mr) {
 
 // Sharing objects between processes through a verbs fd needs the kernel.
 ibv_pd *ibv_import_pd(ibv_context *, uint32_t) {
-    errno = refuse(EOPNOTSUPP, "ibv_import_pd", "objects shared through a verbs fd need the kernel");
+    errno =
+        refuse(EOPNOTSUPP, "ibv_import_pd", "objects shared through a verbs fd need the kernel");
     return nullptr;
 }
 void ibv_unimport_pd(ibv_pd *) {}
 ibv_mr *ibv_import_mr(ibv_pd *, uint32_t) {
-    errno = refuse(EOPNOTSUPP, "ibv_import_mr", "objects shared through a verbs fd need the kernel");
+    errno =
+        refuse(EOPNOTSUPP, "ibv_import_mr", "objects shared through a verbs fd need the kernel");
     return nullptr;
 }
 void ibv_unimport_mr(ibv_mr *) {}
 ibv_dm *ibv_import_dm(ibv_context *, uint32_t) {
-    errno = refuse(EOPNOTSUPP, "ibv_import_dm", "objects shared through a verbs fd need the kernel");
+    errno =
+        refuse(EOPNOTSUPP, "ibv_import_dm", "objects shared through a verbs fd need the kernel");
     return nullptr;
 }
 void ibv_unimport_dm(ibv_dm *) {}

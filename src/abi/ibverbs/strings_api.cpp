@@ -36,23 +36,32 @@ const char *ibv_node_type_str(enum ibv_node_type t) {
 }
 
 const char *ibv_port_state_str(enum ibv_port_state s) {
-    static const char *const kNames[] = {"PORT_NOP", "PORT_DOWN", "PORT_INIT", "PORT_ARMED",
-                                         "PORT_ACTIVE", "PORT_ACTIVE_DEFER"};
+    static const char *const kNames[] = {"PORT_NOP",   "PORT_DOWN",   "PORT_INIT",
+                                         "PORT_ARMED", "PORT_ACTIVE", "PORT_ACTIVE_DEFER"};
     return unsigned(s) < sizeof kNames / sizeof *kNames ? kNames[s] : "unknown";
 }
 
 const char *ibv_event_type_str(enum ibv_event_type e) {
-    static const char *const kNames[] = {
-        "CQ error",          "local work queue catastrophic error",
-        "invalid request local work queue error", "local access violation work queue error",
-        "communication established", "send queue drained",
-        "path migrated",     "path migration request error",
-        "local catastrophic error", "port active",
-        "port error",        "LID change",
-        "P_Key change",      "SM change",
-        "SRQ catastrophic error", "SRQ limit reached",
-        "last WQE reached",  "client reregistration",
-        "GID table change",  "WQ fatal"};
+    static const char *const kNames[] = {"CQ error",
+                                         "local work queue catastrophic error",
+                                         "invalid request local work queue error",
+                                         "local access violation work queue error",
+                                         "communication established",
+                                         "send queue drained",
+                                         "path migrated",
+                                         "path migration request error",
+                                         "local catastrophic error",
+                                         "port active",
+                                         "port error",
+                                         "LID change",
+                                         "P_Key change",
+                                         "SM change",
+                                         "SRQ catastrophic error",
+                                         "SRQ limit reached",
+                                         "last WQE reached",
+                                         "client reregistration",
+                                         "GID table change",
+                                         "WQ fatal"};
     return unsigned(e) < sizeof kNames / sizeof *kNames ? kNames[e] : "unknown";
 }
 
@@ -92,16 +101,16 @@ struct RateRow {
     int mbps;
 };
 constexpr RateRow kRates[] = {
-    {IBV_RATE_2_5_GBPS, 1, 2500},    {IBV_RATE_5_GBPS, 2, 5000},
-    {IBV_RATE_10_GBPS, 4, 10000},    {IBV_RATE_20_GBPS, 8, 20000},
-    {IBV_RATE_30_GBPS, 12, 30000},   {IBV_RATE_40_GBPS, 16, 40000},
-    {IBV_RATE_60_GBPS, 24, 60000},   {IBV_RATE_80_GBPS, 32, 80000},
-    {IBV_RATE_120_GBPS, 48, 120000}, {IBV_RATE_14_GBPS, 5, 14062},
-    {IBV_RATE_56_GBPS, 22, 56250},   {IBV_RATE_112_GBPS, 45, 112500},
-    {IBV_RATE_168_GBPS, 67, 168750}, {IBV_RATE_25_GBPS, 10, 25781},
-    {IBV_RATE_100_GBPS, 40, 103125}, {IBV_RATE_200_GBPS, 80, 206250},
+    {IBV_RATE_2_5_GBPS, 1, 2500},     {IBV_RATE_5_GBPS, 2, 5000},
+    {IBV_RATE_10_GBPS, 4, 10000},     {IBV_RATE_20_GBPS, 8, 20000},
+    {IBV_RATE_30_GBPS, 12, 30000},    {IBV_RATE_40_GBPS, 16, 40000},
+    {IBV_RATE_60_GBPS, 24, 60000},    {IBV_RATE_80_GBPS, 32, 80000},
+    {IBV_RATE_120_GBPS, 48, 120000},  {IBV_RATE_14_GBPS, 5, 14062},
+    {IBV_RATE_56_GBPS, 22, 56250},    {IBV_RATE_112_GBPS, 45, 112500},
+    {IBV_RATE_168_GBPS, 67, 168750},  {IBV_RATE_25_GBPS, 10, 25781},
+    {IBV_RATE_100_GBPS, 40, 103125},  {IBV_RATE_200_GBPS, 80, 206250},
     {IBV_RATE_300_GBPS, 120, 309375}, {IBV_RATE_28_GBPS, 11, 28125},
-    {IBV_RATE_50_GBPS, 20, 53125},   {IBV_RATE_400_GBPS, 160, 425000},
+    {IBV_RATE_50_GBPS, 20, 53125},    {IBV_RATE_400_GBPS, 160, 425000},
     {IBV_RATE_600_GBPS, 240, 637500},
 };
 }  // namespace
@@ -127,7 +136,9 @@ enum ibv_rate mbps_to_ibv_rate(int mbps) {
     return IBV_RATE_MAX;
 }
 
-const char *ibv_get_sysfs_path(void) { return "/sys"; }
+const char *ibv_get_sysfs_path(void) {
+    return "/sys";
+}
 
 int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t size) {
     char path[512];
