@@ -541,3 +541,58 @@ TEST(UcOps, DropsKeepTheStreamInStep) {
     };
     EXPECT_PAIR_OK(run_pair(sender, receiver));
 }
+
+// UC receive errors in every position of a multi-segment message (65280-byte segments) are
+// drops: the sender's completion for each message comes when the receiver has taken it (no
+// lag behind a message whose last segment overflowed), and the connection stays up for the
+// message that fits. Each completion is awaited alone, so a lagging count shows as a timeout.
+TEST(UcOps, OverflowingSendsAreDroppedAndCompletionsStayExact) {
+    struct Msg {
+        uint32_t len, recv_len;  // recv_len 0: no receive posted
+    };
+    // No receive; overflow in a middle segment; a one-segment overflow; an overflow in the
+    // last of two segments; then one that fits.
+    static const Msg kMsgs[] = {
+        {200000, 0}, {200000, 100000}, {2000, 1024}, {100000, 70000}, {150000, 256 * 1024}};
+    constexpr uint32_t kGood = std::size(kMsgs) - 1;
+    auto sender = [](Oob &oob) {
+        EpOptions o;
+        o.type = IBV_QPT_UC;
+        Endpoint ep(o);
+        ep.exchange_and_connect(oob);
+        for (uint32_t i = 0; i < std::size(kMsgs); ++i) {
+            oob.barrier();  // the receiver has posted (or not) its buffer
+            fill(ep.buf, kMsgs[i].len, i);
+            PCHECK(ep.post(IBV_WR_SEND, 100 + i, 0, kMsgs[i].len) == 0);
+            const ibv_wc wc = ep.wait_wc(5000);
+            PCHECK_EQ(wc.wr_id, 100 + i);
+            PCHECK_EQ(wc.status, IBV_WC_SUCCESS);
+            oob.barrier();  // taken: the receiver may post the next buffer
+        }
+        oob.barrier();
+        PCHECK_EQ(ep.qp_state(), IBV_QPS_RTS);
+        return 0;
+    };
+    auto receiver = [](Oob &oob) {
+        EpOptions o;
+        o.type = IBV_QPT_UC;
+        Endpoint ep(o);
+        ep.exchange_and_connect(oob);
+        for (uint32_t i = 0; i < std::size(kMsgs); ++i) {
+            if (kMsgs[i].recv_len) ep.post_recv(10 + i, 0, kMsgs[i].recv_len);
+            oob.barrier();
+            oob.barrier();  // the sender has its completion: the message was taken
+            if (!kMsgs[i].recv_len) continue;
+            const ibv_wc wc = ep.wait_wc(5000);
+            PCHECK_EQ(wc.wr_id, 10 + i);
+            PCHECK_EQ(wc.status, i == kGood ? IBV_WC_SUCCESS : IBV_WC_LOC_LEN_ERR);
+            if (i == kGood) PCHECK_EQ(wc.byte_len, kMsgs[i].len);
+        }
+        PCHECK(check(ep.buf, kMsgs[kGood].len, kGood));
+        PCHECK(ep.quiet_for(50));  // nothing else: the dropped messages took no receive
+        PCHECK_EQ(ep.qp_state(), IBV_QPS_RTS);
+        oob.barrier();
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(sender, receiver));
+}
