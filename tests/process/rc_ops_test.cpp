@@ -462,6 +462,60 @@ TEST(RcOps, CompletionChannelPollAndEpoll) {
     EXPECT_PAIR_OK(run_pair(sender, receiver));
 }
 
+// With MPA CRCs, a receiver that polls its CQ (so its ACKs wait up to 20 us to ride on its
+// own traffic) and destroys its QP as soon as the message is there still acknowledges it on
+// the way out: the sender's SEND completes instead of running out of retries. Whether the
+// destroy lands inside those 20 us depends on the scheduler (a receiver descheduled for 1 ms
+// no longer counts as polling, and its engine thread sends the ACK at once), so several
+// rounds, each with new QPs.
+TEST(RcOps, CrcAckFlushedWhenReceiverDestroysRightAfterPolling) {
+    constexpr int kRounds = 5;
+    EpOptions o;
+    o.buf_size = 4096;
+    o.timeout = 12;  // 16.8 ms
+    o.retry_cnt = 2;
+    auto sender = [o](Oob &oob) {
+        setenv("SOFTRDMA_MPA_CRC", "1", 1);
+        for (int r = 0; r < kRounds; ++r) {
+            Endpoint ep(o);
+            ep.exchange_and_connect(oob);
+            (void)oob.get<char>();  // the receiver is polling
+            PCHECK(ep.post(IBV_WR_SEND, uint64_t(r), 0, 64) == 0);
+            // Poll lazily: the receiver needs a CPU more than we do.
+            ibv_wc wc{};
+            int n = 0;
+            for (int i = 0; i < 5000 && (n = ibv_poll_cq(ep.cq, 1, &wc)) == 0; ++i) usleep(1000);
+            PCHECK_EQ(n, 1);
+            PCHECK_EQ(wc.status, IBV_WC_SUCCESS);
+            oob.barrier();
+        }
+        return 0;
+    };
+    auto receiver = [o](Oob &oob) {
+        setenv("SOFTRDMA_MPA_CRC", "1", 1);
+        for (int r = 0; r < kRounds; ++r) {
+            Endpoint ep(o);
+            ep.post_recv(1, 0, 64);
+            ep.exchange_and_connect(oob);
+            // Poll before the SEND can arrive: it must land while we poll.
+            ibv_wc wc;
+            int n = ibv_poll_cq(ep.cq, 1, &wc);
+            PCHECK_EQ(n, 0);
+            oob.put('p');
+            const uint64_t deadline = now_ms() + 5000;
+            while ((n = ibv_poll_cq(ep.cq, 1, &wc)) == 0 && now_ms() < deadline) {
+            }
+            PCHECK_EQ(ibv_destroy_qp(ep.qp), 0);  // at once: no poll, no sleep in between
+            ep.qp = nullptr;
+            PCHECK_EQ(n, 1);
+            PCHECK_EQ(wc.status, IBV_WC_SUCCESS);
+            oob.barrier();
+        }
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(sender, receiver));
+}
+
 TEST(UcOps, SendAndWrite) {
     auto sender = [](Oob &oob) {
         EpOptions o;
