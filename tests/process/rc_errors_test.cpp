@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <utility>
 
 #include "process/harness.h"
 
@@ -94,6 +95,57 @@ TEST(RcErrors, RnrRetryExceeded) {
         return 0;
     };
     EXPECT_PAIR_OK(run_pair(sender, receiver));
+}
+
+// A READ whose response arrives after the QP has failed is flushed, as hardware flushes
+// it; its data is not placed, so it must not complete with success. The READ and a SEND
+// leave together (one post, one send()); the peer has no receive and answers, in one send(),
+// with an RNR NAK that ends our QP (rnr_retry 0) followed by the READ's response.
+TEST(RcErrors, ReadResponseAfterFatalErrorIsFlushed) {
+    auto requester = [](Oob &oob) {
+        EpOptions o;
+        o.rnr_retry = 0;
+        Endpoint ep(o);
+        guard(ep);
+        ep.exchange_and_connect(oob);
+        ibv_sge rs{uint64_t(uintptr_t(ep.buf)), 64, ep.mr->lkey};
+        ibv_sge ss{uint64_t(uintptr_t(ep.buf + 4096)), 8, ep.mr->lkey};
+        ibv_send_wr read{}, send{};
+        read.wr_id = 1;
+        read.sg_list = &rs;
+        read.num_sge = 1;
+        read.opcode = IBV_WR_RDMA_READ;
+        read.send_flags = IBV_SEND_SIGNALED;
+        read.wr.rdma.remote_addr = ep.peer.addr;
+        read.wr.rdma.rkey = ep.peer.rkey;
+        read.next = &send;
+        send.wr_id = 2;
+        send.sg_list = &ss;
+        send.num_sge = 1;
+        send.opcode = IBV_WR_SEND;
+        send.send_flags = IBV_SEND_SIGNALED;
+        ibv_send_wr *bad = nullptr;
+        PCHECK(ibv_post_send(ep.qp, &read, &bad) == 0);
+        ibv_wc wc[2];
+        for (ibv_wc &w : wc) w = ep.wait_wc(5000);
+        if (wc[0].wr_id == 2) std::swap(wc[0], wc[1]);
+        PCHECK_EQ(wc[0].wr_id, 1u);
+        PCHECK_EQ(wc[0].status, IBV_WC_WR_FLUSH_ERR);
+        PCHECK_EQ(wc[1].wr_id, 2u);
+        PCHECK_EQ(wc[1].status, IBV_WC_RNR_RETRY_EXC_ERR);
+        PCHECK_EQ(ep.qp_state(), IBV_QPS_ERR);
+        PCHECK(guard_intact(ep));  // the response was not placed
+        oob.barrier();
+        return 0;
+    };
+    auto responder = [](Oob &oob) {
+        Endpoint ep;
+        std::memset(ep.buf, 0x33, 64);
+        ep.exchange_and_connect(oob);  // and no receive posted
+        oob.barrier();
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(requester, responder));
 }
 
 struct AccessCase {
