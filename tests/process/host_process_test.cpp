@@ -20,27 +20,54 @@ using namespace sr_test;
 
 namespace {
 
-// The blocked-signal mask of our background thread, from /proc (0 if there is no such thread).
-unsigned long long engine_sigblk() {
+// /proc/self/task/<tid> of our background thread ("softrdma-prog"), empty if there is none.
+std::string engine_task() {
     DIR *d = opendir("/proc/self/task");
-    if (!d) return 0;
-    unsigned long long mask = 0;
+    if (!d) return {};
+    std::string found;
     while (dirent *e = readdir(d)) {
         if (e->d_name[0] == '.') continue;
         std::string base = std::string("/proc/self/task/") + e->d_name;
         char comm[32] = {};
         FILE *f = std::fopen((base + "/comm").c_str(), "r");
         if (!f) continue;
-        bool ours = std::fgets(comm, sizeof comm, f) && std::strncmp(comm, "softrdma", 8) == 0;
+        const bool ours =
+            std::fgets(comm, sizeof comm, f) && std::strncmp(comm, "softrdma", 8) == 0;
         std::fclose(f);
-        if (!ours || !(f = std::fopen((base + "/status").c_str(), "r"))) continue;
-        char line[128];
-        while (std::fgets(line, sizeof line, f))
-            if (std::sscanf(line, "SigBlk: %llx", &mask) == 1) break;
-        std::fclose(f);
+        if (ours) found = base;
     }
     closedir(d);
+    return found;
+}
+
+// The blocked-signal mask of our background thread, from /proc (0 if there is no such thread).
+unsigned long long engine_sigblk() {
+    const std::string task = engine_task();
+    FILE *f = task.empty() ? nullptr : std::fopen((task + "/status").c_str(), "r");
+    if (!f) return 0;
+    unsigned long long mask = 0;
+    char line[128];
+    while (std::fgets(line, sizeof line, f))
+        if (std::sscanf(line, "SigBlk: %llx", &mask) == 1) break;
+    std::fclose(f);
     return mask;
+}
+
+// CPU time (user + system, clock ticks) a thread has used, from /proc/.../stat.
+long long task_cpu_ticks(const std::string &task) {
+    FILE *f = std::fopen((task + "/stat").c_str(), "r");
+    if (!f) return -1;
+    char buf[1024] = {};
+    const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+    std::fclose(f);
+    buf[n] = 0;
+    // "tid (comm) state ...": count fields after the last ')', as comm may hold one.
+    const char *p = std::strrchr(buf, ')');
+    long long utime = -1, stime = -1;
+    if (!p || std::sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lld %lld", &utime,
+                          &stime) != 2)
+        return -1;
+    return utime + stime;
 }
 
 }  // namespace
@@ -137,4 +164,40 @@ TEST(HostProcess, RefusedArgumentsSayWhichAndWhy) {
             return 0;
         },
         [](Oob &) { return 0; }));
+}
+
+// A QP dials its peer while the peer's QP is still in INIT: the peer's side holds the request
+// until its application names the dialer. If the dialing QP is destroyed meanwhile, the
+// closed connection must not keep our background thread busy while it waits (it watched the
+// socket for input, which a closed socket always has, until its 5 s deadline).
+TEST(HostProcess, NoSpinAfterDialerVanishesBeforeWeConnect) {
+    auto side = [](Oob &oob) {
+        Endpoint ep;
+        oob.put(ep.local());
+        const Wire peer = oob.get<Wire>();
+        if (ep.local().qpn < peer.qpn) {  // the smaller QPN dials (same GID)
+            ep.connect(peer);
+            usleep(200000);  // our request is with the peer, which defers its answer
+            PCHECK_EQ(ibv_destroy_qp(ep.qp), 0);
+            ep.qp = nullptr;
+            oob.put<char>('x');
+            oob.barrier();
+            return 0;
+        }
+        (void)oob.get<char>();  // the dialer is gone; our QP stays in INIT
+        const std::string task = engine_task();
+        PCHECK(!task.empty());
+        const long long t0 = task_cpu_ticks(task);
+        const uint64_t start = now_ms();
+        usleep(1500000);
+        const long long used = task_cpu_ticks(task) - t0;
+        const long long elapsed = (long long)(now_ms() - start) * sysconf(_SC_CLK_TCK) / 1000;
+        PCHECK(t0 >= 0 && used >= 0);
+        if (used * 5 >= elapsed)  // 20 % of a CPU or more
+            std::fprintf(stderr, "engine thread used %lld of %lld ticks\n", used, elapsed);
+        PCHECK(used * 5 < elapsed);
+        oob.barrier();
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(side, side));
 }
