@@ -3,7 +3,8 @@
 # UCX 1.13 (Debian's ucx-utils) on softrdma, launched the way the README tells a user to:
 # `softrdma run -- <program>`.
 #   1. ucx_info -d lists rc_verbs and ud_verbs on sr_lo:1 and the rdmacm connection manager,
-#      as root (a private mount namespace) and as an unprivileged user (user + mount namespace);
+#      as root (a private mount namespace), as an unprivileged user (user + mount namespace),
+#      and as root with --host-paths in a stand-in for a container's own /dev;
 #   2. ucx_perftest tag_lat, tag_bw, ucp_put_bw and ucp_get pass between two processes over
 #      rc_verbs (ud_verbs only as UCX's wire-up transport: rc_verbs alone cannot connect, on
 #      hardware either) and over ud_verbs, and UCX's own log names the transport that carried
@@ -51,6 +52,30 @@ else
 fi
 
 # (run_pair splits its commands at "--", so these say `softrdma run CMD` without one.)
+# A container where root may not make namespaces: `softrdma run --host-paths` creates the
+# device files on the container's own /dev. Played here in a mount namespace whose /dev is a
+# fresh tmpfs (with null, zero, urandom, random and shm bound from the host's), so the host's
+# /dev is never touched; there is no sysfs view, so UCX takes the GIDs for RoCE v1.
+if [[ $(id -u) -eq 0 ]] && command -v unshare >/dev/null; then
+    cat >"$CONF_WORK/container_dev.sh" <<'SCRIPT'
+set -e
+stash=$(mktemp -d)
+mount --bind /dev "$stash"
+mount -t tmpfs -o mode=0755 tmpfs /dev
+for n in null zero urandom random; do touch "/dev/$n"; mount --bind "$stash/$n" "/dev/$n"; done
+mkdir /dev/shm && mount --bind "$stash/shm" /dev/shm
+umount -l "$stash" && rmdir "$stash"
+"$1" run --host-paths -- ucx_info -d
+test -c /dev/infiniband/uverbs_sr_lo && echo "device file made"
+SCRIPT
+    run_cmd ucx_info_host_paths unshare --mount --propagation private \
+        bash "$CONF_WORK/container_dev.sh" "$SR"
+    check_ucx_info "root with --host-paths" "$RUN_OUT"
+    if [[ -e /dev/infiniband/uverbs_sr_lo ]]; then
+        fail "--host-paths changed the host's /dev (it ran in a namespace of its own)"
+    fi
+fi
+
 # perftest_case <transports> <test> <expected transport in UCX's ep_cfg line>
 perftest_case() {
     local tls=$1 test=$2 want=$3 name="perftest_${2}_${1%%,*}"
