@@ -24,6 +24,7 @@
 #include "transport/ud_flow.h"
 #include "verbs/mr.h"
 #include "verbs/work_queue.h"
+#include "verbs/wr_batch.h"
 #include "wire/ud_header.h"
 
 namespace softrdma::verbs {
@@ -137,11 +138,10 @@ class Qp : public ibv_qp_ex,
     bool on_segment(const wire::SegmentHeader &h, std::span<const uint8_t> scratch) override;
     bool fill_tx(transport::TxBatch &batch) override;
 
-    // The ibv_wr_* (ibv_qp_ex) builder: WRs are staged as ibv_send_wr and posted through
-    // the same checks as ibv_post_send; wr_complete commits or rolls back the batch.
+    // The ibv_wr_* (ibv_qp_ex) builder: WRs are staged apart from the QP and posted at
+    // wr_complete, together, through the same checks as ibv_post_send (all or none).
     void wr_begin();
     ibv_send_wr &wr_new(ibv_wr_opcode op);
-    void wr_set_sges(const ibv_sge *sg, size_t n, bool inline_data);
     int wr_finish(bool commit);
 
     // Multicast (qp_mcast.cpp): UD QPs receive a group's datagrams once attached.
@@ -214,6 +214,7 @@ class Qp : public ibv_qp_ex,
     // qp_ud.cpp
     int ud_open();
     bool ud_watch();
+    int ud_check(const ibv_send_wr &wr) const;  // the checks ibv_post_send makes on UD
     int ud_post_one(const ibv_send_wr &wr);
     void ud_prepare(const ibv_send_wr &wr, UdPending &p, iovec *iov);
     void ud_transmit(UdPending &p, iovec *iov);
@@ -381,13 +382,8 @@ class Qp : public ibv_qp_ex,
     std::atomic<bool> mc_armed_{false};
     bool block_self_mcast_ = false;
 
-    // ibv_wr_* builder.
-    uint32_t wr_start_count_ = 0;
-    int wr_error_ = 0;
-    bool wr_staged_ = false;
-    ibv_send_wr wr_stage_{};
-    ibv_sge wr_sges_[32]{};
-    void wr_flush_stage();
+    // ibv_wr_* builder: the application thread's alone until wr_complete (not under mu_).
+    WrBatch wr_batch_;
 };
 
 uint32_t sq_slot(const Qp &qp, uint32_t i);

@@ -67,7 +67,7 @@ bool Qp::ud_watch() {
     return false;
 }
 
-int Qp::ud_post_one(const ibv_send_wr &wr) {
+int Qp::ud_check(const ibv_send_wr &wr) const {
     static constexpr const char *kVerb = "ibv_post_send";
     const auto id = (unsigned long long)wr.wr_id;
     if (wr.opcode != IBV_WR_SEND && wr.opcode != IBV_WR_SEND_WITH_IMM)
@@ -87,6 +87,11 @@ int Qp::ud_post_one(const ibv_send_wr &wr) {
     if ((wr.send_flags & IBV_SEND_INLINE) && total > max_inline_)
         return refuse(EINVAL, kVerb, "wr_id %llu: %llu inline bytes, the QP allows %u", id,
                       (unsigned long long)total, max_inline_);
+    return 0;
+}
+
+int Qp::ud_post_one(const ibv_send_wr &wr) {
+    if (const int e = ud_check(wr)) return e;
     // Work requests leave in order: behind held-back ones, or alone if the peer has room.
     if (!ud_pend_count_) {
         UdPending p;

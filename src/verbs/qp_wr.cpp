@@ -2,65 +2,63 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/log.h"
 #include "verbs/context.h"
 #include "verbs/qp.h"
+#include "verbs/qp_state_table.h"
 
 namespace softrdma::verbs {
 namespace {
 
-Qp &Q(ibv_qp_ex *q) { return *static_cast<Qp *>(q); }
+Qp &Q(ibv_qp_ex *q) {
+    return *static_cast<Qp *>(q);
+}
 
 }  // namespace
 
 void Qp::wr_begin() {
-    mu_.lock();  // held until wr_complete / wr_abort, as providers do
-    wr_start_count_ = sq_count_;
-    wr_error_ = 0;
-    wr_staged_ = false;
-}
-
-void Qp::wr_flush_stage() {
-    if (!wr_staged_) return;
-    wr_staged_ = false;
-    if (wr_error_) return;
-    Lock lk(mu_, std::adopt_lock);
-    const ibv_qp_state st = qp_base.state;
-    if (st == IBV_QPS_RESET || st == IBV_QPS_INIT || st == IBV_QPS_RTR) wr_error_ = EINVAL;
-    else wr_error_ = post_one_send(wr_stage_, lk);
-    lk.release();
+    wr_batch_.begin();
 }
 
 ibv_send_wr &Qp::wr_new(ibv_wr_opcode op) {
-    wr_flush_stage();
-    wr_stage_ = ibv_send_wr{};
-    wr_stage_.wr_id = wr_id;
-    wr_stage_.send_flags = wr_flags;
-    wr_stage_.opcode = op;
-    wr_staged_ = true;
-    return wr_stage_;
+    return wr_batch_.add(op, wr_id, wr_flags);
 }
 
-void Qp::wr_set_sges(const ibv_sge *sg, size_t n, bool inline_data) {
-    if (!wr_staged_) return;
-    if (n > 32) {
-        wr_error_ = EINVAL;
-        return;
-    }
-    std::memcpy(wr_sges_, sg, n * sizeof(ibv_sge));
-    wr_stage_.sg_list = wr_sges_;
-    wr_stage_.num_sge = int(n);
-    if (inline_data) wr_stage_.send_flags |= IBV_SEND_INLINE;
-}
-
+// Posts the batch under the QP lock, all or nothing; wr_abort (commit false) drops it. The lock
+// is taken here only: between wr_start and wr_complete the application may do anything,
+// destroying the QP included.
 int Qp::wr_finish(bool commit) {
-    wr_flush_stage();
-    Lock lk(mu_, std::adopt_lock);
-    if (!commit || wr_error_) {
-        sq_count_ = wr_start_count_;  // drop everything staged since wr_start
-        return commit ? wr_error_ : 0;
+    static constexpr const char *kVerb = "ibv_wr_complete";
+    WrBatch &b = wr_batch_;
+    if (!b.open()) return commit ? refuse(EINVAL, kVerb, "no ibv_wr_start before it") : 0;
+    b.close();
+    if (!commit) return 0;
+    if (b.error()) return refuse(b.error(), kVerb, "the batch holds a request this QP refused");
+    b.seal();
+    Lock lk(mu_);
+    const ibv_qp_state st = qp_base.state;
+    if (destroyed_ || st == IBV_QPS_RESET || st == IBV_QPS_INIT || st == IBV_QPS_RTR)
+        return refuse(EINVAL, kVerb, "the QP is in %s: sending needs RTS (or ERR)",
+                      destroyed_ ? "destruction" : qp_state_name(st));
+    if (qp_base.qp_type == IBV_QPT_UD && st != IBV_QPS_ERR) {
+        // Datagrams leave as they are posted: every request is checked before the first goes.
+        for (size_t i = 0; i < b.size(); ++i)
+            if (const int e = ud_check(b[i])) return e;
+        for (size_t i = 0; i < b.size(); ++i)
+            if (const int e = ud_post_one(b[i])) return e;
+        return 0;
     }
-    if (qp_base.state == IBV_QPS_ERR) flush_all(lk);
-    else progress(lk);
+    const uint32_t start = sq_count_;
+    for (size_t i = 0; i < b.size(); ++i) {
+        if (const int e = post_one_send(b[i], lk)) {
+            sq_count_ = start;  // none of the batch: it was never visible to the wire
+            return e;
+        }
+    }
+    if (st == IBV_QPS_ERR)
+        flush_all(lk);
+    else
+        progress(lk);
     return 0;
 }
 
@@ -107,47 +105,44 @@ void install_wr_api(Qp &qp, uint64_t) {
     };
     // Operations this device does not offer: the batch fails at wr_complete.
     qp.wr_atomic_write = [](ibv_qp_ex *q, uint32_t, uint64_t, const void *) {
-        Q(q).wr_flush_stage();
-        Q(q).wr_error_ = EOPNOTSUPP;
+        Q(q).wr_batch_.fail(refuse(EOPNOTSUPP, "ibv_wr_atomic_write", "not supported yet"));
     };
     qp.wr_bind_mw = [](ibv_qp_ex *q, ibv_mw *, uint32_t, const ibv_mw_bind_info *) {
-        Q(q).wr_flush_stage();
-        Q(q).wr_error_ = EOPNOTSUPP;
+        Q(q).wr_batch_.fail(refuse(EOPNOTSUPP, "ibv_wr_bind_mw", "no memory windows yet"));
     };
     qp.wr_local_inv = [](ibv_qp_ex *q, uint32_t) {
-        Q(q).wr_flush_stage();
-        Q(q).wr_error_ = EOPNOTSUPP;
+        Q(q).wr_batch_.fail(refuse(EOPNOTSUPP, "ibv_wr_local_inv", "no memory windows yet"));
     };
     qp.wr_send_tso = [](ibv_qp_ex *q, void *, uint16_t, uint16_t) {
-        Q(q).wr_flush_stage();
-        Q(q).wr_error_ = EOPNOTSUPP;
+        Q(q).wr_batch_.fail(refuse(EOPNOTSUPP, "ibv_wr_send_tso", "TSO exists on raw packet QPs"));
     };
     qp.wr_set_sge = [](ibv_qp_ex *q, uint32_t lkey, uint64_t addr, uint32_t len) {
         const ibv_sge s{addr, len, lkey};
-        Q(q).wr_set_sges(&s, 1, false);
+        Q(q).wr_batch_.set_sges(&s, 1, false);
     };
     qp.wr_set_sge_list = [](ibv_qp_ex *q, size_t n, const ibv_sge *sg) {
-        Q(q).wr_set_sges(sg, n, false);
+        Q(q).wr_batch_.set_sges(sg, n, false);
     };
     qp.wr_set_inline_data = [](ibv_qp_ex *q, void *addr, size_t len) {
         const ibv_sge s{uint64_t(uintptr_t(addr)), uint32_t(len), 0};
-        Q(q).wr_set_sges(&s, 1, true);
+        Q(q).wr_batch_.set_sges(&s, 1, true);
     };
     qp.wr_set_inline_data_list = [](ibv_qp_ex *q, size_t n, const ibv_data_buf *bufs) {
-        ibv_sge s[32];
-        if (n > 32) n = 33;
-        for (size_t i = 0; i < n && i < 32; ++i)
+        if (n > WrBatch::kMaxSge) return Q(q).wr_batch_.fail(EINVAL);
+        ibv_sge s[WrBatch::kMaxSge];
+        for (size_t i = 0; i < n; ++i)
             s[i] = {uint64_t(uintptr_t(bufs[i].addr)), uint32_t(bufs[i].length), 0};
-        Q(q).wr_set_sges(s, n, true);
+        Q(q).wr_batch_.set_sges(s, n, true);
     };
     qp.wr_set_ud_addr = [](ibv_qp_ex *q, ibv_ah *ah, uint32_t qpn, uint32_t qkey) {
-        auto &w = Q(q).wr_stage_;
-        w.wr.ud.ah = ah;
-        w.wr.ud.remote_qpn = qpn;
-        w.wr.ud.remote_qkey = qkey;
+        if (ibv_send_wr *w = Q(q).wr_batch_.last()) {
+            w->wr.ud.ah = ah;
+            w->wr.ud.remote_qpn = qpn;
+            w->wr.ud.remote_qkey = qkey;
+        }
     };
     qp.wr_set_xrc_srqn = [](ibv_qp_ex *q, uint32_t srqn) {
-        Q(q).wr_stage_.qp_type.xrc.remote_srqn = srqn;
+        if (ibv_send_wr *w = Q(q).wr_batch_.last()) w->qp_type.xrc.remote_srqn = srqn;
     };
 }
 

@@ -2,12 +2,13 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
+#include <future>
 
 #include "process/harness.h"
 
 using namespace sr_test;
-
 
 // Three QPs on the receiving side share one SRQ; the limit event fires once it drains.
 TEST(Srq, SharedAcrossQpsWithLimitEvent) {
@@ -59,8 +60,9 @@ TEST(Srq, SharedAcrossQpsWithLimitEvent) {
             ibv_qp_attr at{};
             at.qp_state = IBV_QPS_INIT;
             at.port_num = 1;
-            PCHECK(ibv_modify_qp(qp, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-                                              IBV_QP_ACCESS_FLAGS) == 0);
+            PCHECK(ibv_modify_qp(
+                       qp, &at,
+                       IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) == 0);
         }
         for (auto *qp : qps) {
             ibv_qp *saved = base.qp;
@@ -126,8 +128,9 @@ TEST(WrApi, AllOpcodes) {
         at.qp_state = IBV_QPS_INIT;
         at.port_num = 1;
         at.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-        PCHECK(ibv_modify_qp(qp, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-                                          IBV_QP_ACCESS_FLAGS) == 0);
+        PCHECK(ibv_modify_qp(
+                   qp, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) ==
+               0);
         ep.exchange_and_connect(oob);
         const uint32_t lkey = ep.mr->lkey, rkey = ep.peer.rkey;
         const uint64_t raddr = ep.peer.addr, laddr = uint64_t(uintptr_t(ep.buf));
@@ -207,4 +210,41 @@ TEST(WrApi, AllOpcodes) {
         return 0;
     };
     EXPECT_PAIR_OK(run_pair(initiator, target));
+}
+
+// No lock of ours is held while control is back in the application: a batch begun and never
+// completed (rdma-core's tests give up on one when a verb is unsupported) leaves the QP free
+// to be destroyed, and the progress engine free to run.
+TEST(WrApi, AbandonedBatchDoesNotHoldTheQp) {
+    auto body = [](Oob &) {
+        Endpoint ep;
+        ibv_qp_init_attr_ex a{};
+        a.send_cq = a.recv_cq = ep.cq;
+        a.qp_type = IBV_QPT_RC;
+        a.cap.max_send_wr = a.cap.max_recv_wr = 4;
+        a.cap.max_send_sge = a.cap.max_recv_sge = 1;
+        a.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+        a.pd = ep.pd;
+        a.send_ops_flags = IBV_QP_EX_WITH_SEND;
+        ibv_qp *qp = ibv_create_qp_ex(ep.ctx, &a);
+        PCHECK(qp);
+        ibv_qp_ex *qpx = ibv_qp_to_qp_ex(qp);
+        ibv_wr_start(qpx);
+        qpx->wr_id = 1;
+        ibv_wr_send(qpx);
+        ibv_wr_set_sge(qpx, ep.mr->lkey, uint64_t(uintptr_t(ep.buf)), 8);
+        ibv_wr_local_inv(qpx, 1);  // unsupported: a test would stop here, batch open
+        // The QP can still be queried and destroyed, from this thread and from another.
+        ibv_qp_attr qa{};
+        ibv_qp_init_attr qia{};
+        auto query = std::async(std::launch::async,
+                                [&] { return ibv_query_qp(qp, &qa, IBV_QP_STATE, &qia); });
+        PCHECK(query.wait_for(std::chrono::seconds(5)) == std::future_status::ready);
+        PCHECK_EQ(query.get(), 0);
+        auto destroyed = std::async(std::launch::async, [&] { return ibv_destroy_qp(qp); });
+        PCHECK(destroyed.wait_for(std::chrono::seconds(5)) == std::future_status::ready);
+        PCHECK_EQ(destroyed.get(), 0);
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(body, [](Oob &) { return 0; }));
 }
