@@ -80,6 +80,19 @@ bool Cq::push(const ibv_wc &wc, bool solicited) {
     return true;
 }
 
+void Cq::purge(uint32_t qpn) {
+    std::lock_guard lk(mu_);
+    size_t kept = 0;
+    for (size_t i = 0; i < count_; ++i) {
+        const size_t from = (head_ + i) % ring_.size();
+        if (ring_[from].qp_num == qpn) continue;
+        const size_t to = (head_ + kept++) % ring_.size();
+        ring_[to] = ring_[from];
+        ts_[to] = ts_[from];
+    }
+    count_ = kept;
+}
+
 int Cq::pop(int n, ibv_wc *wc) {
     std::lock_guard lk(mu_);
     const int k = int(std::min<size_t>(size_t(n), count_));

@@ -14,7 +14,7 @@ class Qp;
 class CompChannel;
 
 class Cq : public ibv_cq_ex {
-public:
+  public:
     Cq(ibv_context *ctx, int cqe, CompChannel *chan, void *user_ctx, uint64_t wc_flags);
     ~Cq();
     static Cq *from(ibv_cq *c) { return static_cast<Cq *>(reinterpret_cast<ibv_cq_ex *>(c)); }
@@ -35,7 +35,12 @@ public:
     void drop_user() { users_.fetch_sub(1); }
 
     // ibv_get_cq_event / ibv_ack_cq_events accounting; destroy waits for acks.
-    void event_reported() { std::lock_guard lk(mu_); ++events_reported_; }
+    // Drops the completions of QP `qpn` still in the ring (the QP went to RESET).
+    void purge(uint32_t qpn);
+    void event_reported() {
+        std::lock_guard lk(mu_);
+        ++events_reported_;
+    }
     void ack_events(unsigned n);
     void wait_events_acked();
 
@@ -43,11 +48,12 @@ public:
     // When an application thread last polled, or 0 while the CQ is armed for an event
     // (its owner is about to sleep on the channel, so nobody will poll).
     uint64_t last_poll_ns() const {
-        return armed_flag_.load(std::memory_order_relaxed) ? 0
-                                                           : last_poll_.load(std::memory_order_relaxed);
+        return armed_flag_.load(std::memory_order_relaxed)
+                   ? 0
+                   : last_poll_.load(std::memory_order_relaxed);
     }
 
-private:
+  private:
     int pop(int n, ibv_wc *wc);
     void progress_qps();
     static int start_poll_cb(ibv_cq_ex *cq, ibv_poll_cq_attr *attr);
@@ -66,9 +72,9 @@ private:
     std::mutex qps_mu_;
     std::vector<Qp *> qps_;
     std::atomic<int> users_{0};
-    std::atomic<uint64_t> last_poll_{0};  // when an application thread last polled
+    std::atomic<uint64_t> last_poll_{0};   // when an application thread last polled
     std::atomic<bool> armed_flag_{false};  // mirrors armed_ for lock-free readers
-    ibv_wc cur_{};  // the entry the extended poll API is positioned on
+    ibv_wc cur_{};                         // the entry the extended poll API is positioned on
     uint64_t cur_ts_ = 0;
 };
 

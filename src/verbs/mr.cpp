@@ -1,5 +1,7 @@
 #include "verbs/mr.h"
 
+#include "verbs/pd.h"
+
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -18,7 +20,8 @@ struct Table {
 };
 
 Table &table() {
-    static Table *t = std::make_unique<Table>().release();  // never destroyed: lookups may run during exit
+    static Table *t =
+        std::make_unique<Table>().release();  // never destroyed: lookups may run during exit
     return *t;
 }
 
@@ -50,6 +53,22 @@ void mr_table_remove(Mr *mr) {
     if (idx < t.slots.size() && t.slots[idx] == mr) {
         t.slots[idx] = nullptr;
         t.free_list.push_back(idx);
+    }
+}
+
+void mr_table_change(Mr *mr, const MrChange &c) {
+    Table &t = table();
+    std::unique_lock lk(t.mu);
+    if (c.pd) {
+        mr->owner = c.pd;
+        mr->pd = c.pd;
+    }
+    if (c.access >= 0) mr->access = c.access;
+    if (c.host) {
+        mr->addr = c.host;
+        mr->host = c.host;
+        mr->length = c.length;
+        mr->iova = (mr->access & IBV_ACCESS_ZERO_BASED) ? 0 : uint64_t(uintptr_t(c.host));
     }
 }
 

@@ -352,6 +352,10 @@ int Qp::modify(ibv_qp_attr *a, int mask) {
             send_resync_ = tx_imm_stage_ = false;
             ctrl_.clear();
             access_ = 0;
+            // Completions of the QP's past life leave its CQs, as rdma-core's providers clean
+            // them on RESET: a program that resets a failed QP then polls only its new ones.
+            scq_->purge(qp_base.qp_num);
+            if (rcq_ != scq_) rcq_->purge(qp_base.qp_num);
             if (hs) {
                 lk.unlock();
                 hs->cancel();

@@ -211,21 +211,18 @@ int rereg_mr(ibv_mr *m, int flags, ibv_pd *pd, void *addr, size_t length, int ac
     if ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (length == 0 || !range_mapped(addr, length)))
         return refuse(EINVAL, "ibv_rereg_mr", "%p + %zu is empty or not all mapped memory", addr,
                       length);
-    mr_table_remove(mr);
+    MrChange c;
     if (flags & IBV_REREG_MR_CHANGE_PD) {
+        c.pd = Pd::from(pd);
         mr->owner->users.fetch_sub(1);
-        mr->owner = Pd::from(pd);
-        mr->pd = pd;
-        mr->owner->users.fetch_add(1);
+        c.pd->users.fetch_add(1);
     }
-    if (flags & IBV_REREG_MR_CHANGE_ACCESS) mr->access = access;
+    if (flags & IBV_REREG_MR_CHANGE_ACCESS) c.access = access;
     if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
-        mr->addr = addr;
-        mr->length = length;
-        mr->host = static_cast<uint8_t *>(addr);
-        mr->iova = (mr->access & IBV_ACCESS_ZERO_BASED) ? 0 : uint64_t(uintptr_t(addr));
+        c.host = static_cast<uint8_t *>(addr);
+        c.length = length;
     }
-    if (!mr_table_add(mr)) return refuse(ENOMEM, "ibv_rereg_mr", "no memory region key left");
+    mr_table_change(mr, c);
     return 0;
 }
 

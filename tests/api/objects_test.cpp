@@ -64,12 +64,22 @@ TEST_F(Objects, MrRereg) {
     std::vector<char> a(4096), b(8192);
     ibv_mr *mr = ibv_reg_mr(pd_, a.data(), a.size(), IBV_ACCESS_LOCAL_WRITE);
     ASSERT_NE(mr, nullptr);
+    // The keys stay across re-registration (as on rxe and mlx5: peers keep using them).
+    const uint32_t lkey = mr->lkey, rkey = mr->rkey;
     ASSERT_EQ(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, nullptr, b.data(), b.size(), 0), 0);
     EXPECT_EQ(mr->addr, b.data());
     EXPECT_EQ(mr->length, b.size());
     ASSERT_EQ(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0,
                            IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE),
               0);
+    ibv_pd *other = ibv_alloc_pd(ctx_);
+    ASSERT_EQ(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_PD, other, nullptr, 0, 0), 0);
+    EXPECT_EQ(mr->pd, other);
+    EXPECT_EQ(ibv_dealloc_pd(other), EBUSY);  // the region now counts against it
+    ASSERT_EQ(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_PD, pd_, nullptr, 0, 0), 0);
+    EXPECT_EQ(ibv_dealloc_pd(other), 0);
+    EXPECT_EQ(mr->lkey, lkey);
+    EXPECT_EQ(mr->rkey, rkey);
     EXPECT_NE(
         ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0, IBV_ACCESS_REMOTE_WRITE),
         0);
@@ -293,4 +303,43 @@ TEST(Strings, EnumNames) {
     EXPECT_EQ(ibv_rate_to_mult(IBV_RATE_10_GBPS), 4);
     EXPECT_EQ(mult_to_ibv_rate(4), IBV_RATE_10_GBPS);
     EXPECT_EQ(ibv_rate_to_mbps(IBV_RATE_100_GBPS), 103125);
+}
+
+// A QP moved to RESET takes its completions out of its CQs (rdma-core's providers clean them),
+// so a program that restarts a failed QP polls only what the new life produces.
+TEST_F(Objects, ResetQpLeavesNoCompletionsBehind) {
+    ibv_cq *cq = ibv_create_cq(ctx_, 8, nullptr, nullptr, 0);
+    ASSERT_NE(cq, nullptr);
+    ibv_qp *qp = make_qp(cq);
+    ibv_qp *other = make_qp(cq);
+    ASSERT_TRUE(qp && other);
+    char buf[64];
+    ibv_mr *mr = ibv_reg_mr(pd_, buf, sizeof buf, IBV_ACCESS_LOCAL_WRITE);
+    for (ibv_qp *q : {qp, other}) {
+        ibv_qp_attr a{};
+        a.qp_state = IBV_QPS_INIT;
+        a.port_num = 1;
+        ASSERT_EQ(ibv_modify_qp(
+                      q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
+                  0);
+        ibv_sge sge{uint64_t(uintptr_t(buf)), sizeof buf, mr->lkey};
+        ibv_recv_wr wr{}, *bad;
+        wr.wr_id = q == qp ? 1 : 2;
+        wr.sg_list = &sge;
+        wr.num_sge = 1;
+        ASSERT_EQ(ibv_post_recv(q, &wr, &bad), 0);
+        a.qp_state = IBV_QPS_ERR;
+        ASSERT_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE), 0);  // flushes the receive
+    }
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_RESET;
+    ASSERT_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE), 0);
+    ibv_wc wc[4];
+    ASSERT_EQ(ibv_poll_cq(cq, 4, wc), 1);  // only the other QP's flushed receive is left
+    EXPECT_EQ(wc[0].wr_id, 2u);
+    EXPECT_EQ(wc[0].status, IBV_WC_WR_FLUSH_ERR);
+    EXPECT_EQ(ibv_destroy_qp(qp), 0);
+    EXPECT_EQ(ibv_destroy_qp(other), 0);
+    EXPECT_EQ(ibv_dereg_mr(mr), 0);
+    EXPECT_EQ(ibv_destroy_cq(cq), 0);
 }
