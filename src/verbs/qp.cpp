@@ -661,6 +661,9 @@ void Qp::move_to_error(Lock &lk) {
     qp_base.state = IBV_QPS_ERR;
     attr_.qp_state = IBV_QPS_ERR;
     if (stream_) {
+        // What this QP executed is acknowledged before the connection closes: a NIC ACKs on
+        // arrival, so a peer never learns of our error before its delivered sends complete.
+        flush_ack(lk);
         transport::ProgressEngine::get().unwatch(stream_->fd());
         stream_.reset();
     }
