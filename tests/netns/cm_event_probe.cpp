@@ -69,7 +69,8 @@ static int connect_to(const char *ip, int port) {
 }
 
 // `ud-listen <ip> <port> <n>`: answers n SIDR-style requests of RDMA_PS_UDP ids, each with a
-// UD QP, then exits 0 (or 7 after ~60 s without them).
+// UD QP, stays 3 s more (the library answers a retransmitted request again: the last reply
+// may be lost too), then exits 0 (or 7 after ~60 s without them).
 static int ud_listen(const char *ip, int port, int n) {
     rdma_event_channel *ch;
     rdma_cm_id *id;
@@ -78,8 +79,8 @@ static int ud_listen(const char *ip, int port, int n) {
     if (rdma_bind_addr(id, reinterpret_cast<sockaddr *>(&a)) || rdma_listen(id, 8)) return 5;
     std::printf("READY\n");
     std::fflush(stdout);
-    int answered = 0;
-    for (int i = 0; i < 600 && answered < n; ++i) {
+    int answered = 0, linger = 30;  // polls of 100 ms after the n-th
+    for (int i = 0; i < 600 && (answered < n || linger-- > 0); ++i) {
         pollfd p{ch->fd, POLLIN, 0};
         if (poll(&p, 1, 100) != 1) continue;
         rdma_cm_event *ev;
