@@ -57,10 +57,14 @@ rdma_conn_param qp_less_param(uint32_t qp_num) {
 }
 
 rdma_cm_id *resolved_id(rdma_event_channel *ch, uint16_t port, rdma_port_space ps) {
+    const sockaddr_in d = loopback(port);
+    return resolved_id(ch, reinterpret_cast<const sockaddr *>(&d), ps);
+}
+
+rdma_cm_id *resolved_id(rdma_event_channel *ch, const sockaddr *dst, rdma_port_space ps) {
     rdma_cm_id *id;
     PCHECK(rdma_create_id(ch, &id, nullptr, ps) == 0);
-    sockaddr_in d = loopback(port);
-    PCHECK(rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr *>(&d), 2000) == 0);
+    PCHECK(rdma_resolve_addr(id, nullptr, const_cast<sockaddr *>(dst), 2000) == 0);
     rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_ADDR_RESOLVED));
     PCHECK(id->verbs != nullptr);
     PCHECK(id->port_num == 1);

@@ -19,7 +19,10 @@ sockaddr_in loopback(uint16_t port);
 rdma_conn_param qp_less_param(uint32_t qp_num = 0);
 // Server side: an id of `ps` listening on an allocated loopback port, told to the peer.
 rdma_cm_id *listen_any(rdma_event_channel *ch, Oob &oob, rdma_port_space ps = RDMA_PS_TCP);
-// Client side: an id of `ps` with address and route resolved to the server's port.
+// Client side: an id of `ps` with address and route resolved to `dst`, or to the server's port
+// on 127.0.0.1.
+rdma_cm_id *resolved_id(rdma_event_channel *ch, const sockaddr *dst,
+                        rdma_port_space ps = RDMA_PS_TCP);
 rdma_cm_id *resolved_id(rdma_event_channel *ch, uint16_t port, rdma_port_space ps = RDMA_PS_TCP);
 // Client side: a resolved id with a QP of `qa` made by the CM, connecting (no event taken).
 rdma_cm_id *connecting_id(rdma_event_channel *ch, uint16_t port, ibv_qp_init_attr qa);

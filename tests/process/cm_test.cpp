@@ -995,12 +995,8 @@ TEST(Cm, DualStackListenersShareAPort) {
         d6.sin6_family = AF_INET6;
         d6.sin6_addr = in6addr_loopback;
         d6.sin6_port = htons(port);
-        rdma_cm_id *ids[2] = {resolved_id(ch, port), nullptr};
-        PCHECK(rdma_create_id(ch, &ids[1], nullptr, RDMA_PS_TCP) == 0);
-        PCHECK(rdma_resolve_addr(ids[1], nullptr, reinterpret_cast<sockaddr *>(&d6), 2000) == 0);
-        rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_ADDR_RESOLVED));
-        PCHECK(rdma_resolve_route(ids[1], 2000) == 0);
-        rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_ROUTE_RESOLVED));
+        rdma_cm_id *ids[2] = {resolved_id(ch, port),
+                              resolved_id(ch, reinterpret_cast<const sockaddr *>(&d6))};
         for (rdma_cm_id *id : ids) {
             rdma_conn_param p = qp_less_param();
             PCHECK(rdma_connect(id, &p) == 0);
