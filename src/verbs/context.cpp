@@ -67,12 +67,14 @@ void fill_device_attr(const Device &dev, ibv_device_attr &a) {
     a.max_qp_wr = kMaxQpWr;
     a.device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_CURR_QP_STATE_MOD |
                          IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_PORT_ACTIVE_EVENT |
-                         IBV_DEVICE_SRQ_RESIZE | IBV_DEVICE_N_NOTIFY_CQ;
+                         IBV_DEVICE_SRQ_RESIZE | IBV_DEVICE_N_NOTIFY_CQ | IBV_DEVICE_MEM_WINDOW |
+                         IBV_DEVICE_MEM_WINDOW_TYPE_2B;
     a.max_sge = kMaxSge;
     a.max_sge_rd = kMaxSge;
     a.max_cq = 1 << 20;
     a.max_cqe = kMaxCqe;
     a.max_mr = 1 << 24;
+    a.max_mw = 1 << 24;  // windows and regions share the key space
     a.max_pd = 1 << 20;
     a.max_qp_rd_atom = kMaxRdAtomic;
     a.max_ee_rd_atom = 0;

@@ -2,62 +2,34 @@
 
 #include "verbs/pd.h"
 
-#include <memory>
+#include <cerrno>
 #include <mutex>
 #include <shared_mutex>
-#include <vector>
+
+#include "verbs/key_table.h"
 
 namespace softrdma::verbs {
-namespace {
-
-constexpr uint32_t kMaxMrs = 1u << 24;
-
-struct Table {
-    std::shared_mutex mu;
-    std::vector<Mr *> slots;
-    std::vector<uint32_t> free_list;
-    uint8_t generation = 0;
-};
-
-Table &table() {
-    static Table *t =
-        std::make_unique<Table>().release();  // never destroyed: lookups may run during exit
-    return *t;
-}
-
-}  // namespace
 
 bool mr_table_add(Mr *mr) {
-    Table &t = table();
+    KeyTable &t = key_table();
     std::unique_lock lk(t.mu);
-    uint32_t idx;
-    if (!t.free_list.empty()) {
-        idx = t.free_list.back();
-        t.free_list.pop_back();
-    } else {
-        if (t.slots.size() >= kMaxMrs) return false;
-        idx = uint32_t(t.slots.size());
-        t.slots.push_back(nullptr);
-    }
-    t.slots[idx] = mr;
-    // The low byte changes on every registration so a stale key does not match a new region.
-    const uint32_t key = idx << 8 | ++t.generation;
+    const uint32_t key = t.add({mr, nullptr});
+    if (!key) return false;
     mr->lkey = mr->rkey = key;
     return true;
 }
 
-void mr_table_remove(Mr *mr) {
-    Table &t = table();
+int mr_table_remove(Mr *mr) {
+    KeyTable &t = key_table();
     std::unique_lock lk(t.mu);
-    const uint32_t idx = mr->lkey >> 8;
-    if (idx < t.slots.size() && t.slots[idx] == mr) {
-        t.slots[idx] = nullptr;
-        t.free_list.push_back(idx);
-    }
+    if (mr->windows) return EINVAL;
+    KeySlot *s = t.at(mr->lkey);
+    if (s && s->mr == mr) t.remove(mr->lkey);
+    return 0;
 }
 
 void mr_table_change(Mr *mr, const MrChange &c) {
-    Table &t = table();
+    KeyTable &t = key_table();
     std::unique_lock lk(t.mu);
     if (c.pd) {
         mr->owner = c.pd;
@@ -74,21 +46,24 @@ void mr_table_change(Mr *mr, const MrChange &c) {
 
 KeyCheck mr_check(uint32_t key, const Pd *pd, uint64_t iova, uint64_t len, int access,
                   MemView &out) {
-    Table &t = table();
+    KeyTable &t = key_table();
     std::shared_lock lk(t.mu);
-    const uint32_t idx = key >> 8;
-    if (idx >= t.slots.size() || !t.slots[idx]) return KeyCheck::kBadKey;
-    const Mr *mr = t.slots[idx];
-    if (mr->lkey != key) return KeyCheck::kBadKey;
+    const KeySlot *s = t.at(key);
+    if (!s || !s->mr || s->mr->lkey != key) return KeyCheck::kBadKey;
+    return mr_range(*s->mr, pd, iova, len, access, out);
+}
+
+KeyCheck mr_range(const Mr &mr, const Pd *pd, uint64_t iova, uint64_t len, int access,
+                  MemView &out) {
     if (len == 0) {  // IB: a zero-length access needs only a valid key
-        out.host = mr->host;
+        out.host = mr.host;
         return KeyCheck::kOk;
     }
-    if (mr->owner != pd) return KeyCheck::kBadPd;
-    if ((mr->access & access) != access) return KeyCheck::kAccess;
-    if (iova < mr->iova || len > mr->length || iova - mr->iova > mr->length - len)
+    if (mr.owner != pd) return KeyCheck::kBadPd;
+    if ((mr.access & access) != access) return KeyCheck::kAccess;
+    if (iova < mr.iova || len > mr.length || iova - mr.iova > mr.length - len)
         return KeyCheck::kBounds;
-    out.host = mr->host + (iova - mr->iova);
+    out.host = mr.host + (iova - mr.iova);
     return KeyCheck::kOk;
 }
 

@@ -1,4 +1,4 @@
-// Memory regions and the key table every incoming WRITE/READ/atomic is checked against.
+// Memory regions: registration and the local key check (remote keys: verbs/mw.h).
 #pragma once
 #include <infiniband/verbs.h>
 
@@ -14,6 +14,7 @@ struct Mr : ibv_mr {
     int access = 0;
     uint64_t iova = 0;        // address the keys are valid for
     uint8_t *host = nullptr;  // where iova maps in this process
+    int windows = 0;          // memory windows bound to it (key table lock)
     static Mr *from(ibv_mr *m) { return static_cast<Mr *>(m); }
 };
 
@@ -26,7 +27,8 @@ enum class KeyCheck { kOk, kBadKey, kBadPd, kBounds, kAccess };
 
 // Registers `mr` and assigns lkey == rkey. Returns false when the table is full (ENOMEM).
 bool mr_table_add(Mr *mr);
-void mr_table_remove(Mr *mr);
+// Fails (EINVAL, as rxe) while windows are bound to the region.
+int mr_table_remove(Mr *mr);
 // ibv_rereg_mr: what changes (a NULL pd or host, a negative access: unchanged). The keys stay
 // (as rxe and mlx5 keep them); the change is atomic to every key check.
 struct MrChange {
@@ -36,9 +38,13 @@ struct MrChange {
     size_t length = 0;
 };
 void mr_table_change(Mr *mr, const MrChange &c);
-// Resolves [iova, iova+len) of key `key` on `pd` with all of `access` bits required
-// (0 = local read only). Zero-length accesses need only a valid key.
+// Resolves [iova, iova+len) of an MR's key `key` on `pd` with all of `access` bits required
+// (0 = local read only). Zero-length accesses need only a valid key. Window keys never
+// match here: a window is reached only by remote access.
 KeyCheck mr_check(uint32_t key, const Pd *pd, uint64_t iova, uint64_t len, int access,
+                  MemView &out);
+// The region's own checks (PD, rights, bounds) once its key has matched. Key table lock held.
+KeyCheck mr_range(const Mr &mr, const Pd *pd, uint64_t iova, uint64_t len, int access,
                   MemView &out);
 
 constexpr int kRemoteAccessMask =

@@ -16,6 +16,7 @@
 #include "verbs/cm_token.h"
 #include "verbs/context.h"
 #include "verbs/cq.h"
+#include "verbs/mw.h"
 #include "verbs/pd.h"
 #include "verbs/qp_state_table.h"
 #include "verbs/retry_policy.h"
@@ -429,6 +430,20 @@ int Qp::validate_send(const ibv_send_wr &wr) const {
         case IBV_WR_RDMA_WRITE:
         case IBV_WR_RDMA_WRITE_WITH_IMM:
             break;
+        case IBV_WR_BIND_MW:
+        case IBV_WR_LOCAL_INV:
+            if (qp_base.qp_type != IBV_QPT_RC && qp_base.qp_type != IBV_QPT_UC)
+                return refuse(EINVAL, kVerb, "wr_id %llu: %s exists on RC and UC QPs, not %s",
+                              (unsigned long long)wr.wr_id, wr_opcode_name(wr.opcode),
+                              qp_type_name(qp_base.qp_type));
+            if (wr.opcode == IBV_WR_BIND_MW && !wr.bind_mw.mw)
+                return refuse(EINVAL, kVerb, "wr_id %llu: IBV_WR_BIND_MW without a window",
+                              (unsigned long long)wr.wr_id);
+            if (wr.opcode == IBV_WR_BIND_MW && !wr.bind_mw.bind_info.mr &&
+                (wr.bind_mw.bind_info.addr || wr.bind_mw.bind_info.length))
+                return refuse(EINVAL, kVerb, "wr_id %llu: a window with memory needs its region",
+                              (unsigned long long)wr.wr_id);
+            return 0;  // no scatter list: num_sge and inline flags are ignored
         case IBV_WR_SEND_WITH_INV:
         case IBV_WR_RDMA_READ:
         case IBV_WR_ATOMIC_CMP_AND_SWP:
@@ -473,14 +488,15 @@ int Qp::post_one_send(const ibv_send_wr &wr, Lock &) {
     w.wr_id = wr.wr_id;
     w.opcode = wr.opcode;
     w.flags = wr.send_flags;
-    w.num_sge = uint32_t(wr.num_sge);
+    const bool local_op = wr.opcode == IBV_WR_BIND_MW || wr.opcode == IBV_WR_LOCAL_INV;
+    w.num_sge = local_op ? 0 : uint32_t(wr.num_sge);
     w.rnr_left = attr_.rnr_retry;
     Sge *sg = &sq_sges_[size_t(slot) * max_send_sge_];
-    for (int i = 0; i < wr.num_sge; ++i) {
+    for (uint32_t i = 0; i < w.num_sge; ++i) {
         sg[i] = {wr.sg_list[i].addr, wr.sg_list[i].length, wr.sg_list[i].lkey};
         w.total_len += wr.sg_list[i].length;
     }
-    if (wr.send_flags & IBV_SEND_INLINE) {
+    if ((wr.send_flags & IBV_SEND_INLINE) && !local_op) {
         // The data is captured now; the buffers may be reused as soon as we return.
         uint8_t *dst = &sq_inline_[size_t(slot) * max_inline_];
         for (int i = 0; i < wr.num_sge; ++i) {
@@ -503,6 +519,19 @@ int Qp::post_one_send(const ibv_send_wr &wr, Lock &) {
             w.rkey = wr.wr.atomic.rkey;
             w.compare_add = wr.wr.atomic.compare_add;
             w.swap = wr.wr.atomic.swap;
+            break;
+        case IBV_WR_BIND_MW: {
+            const ibv_mw_bind_info &bi = wr.bind_mw.bind_info;
+            w.bind_mw = Mw::from(wr.bind_mw.mw);
+            w.rkey = wr.bind_mw.rkey;
+            w.remote_addr = bi.addr;
+            w.bind_len = bi.length;
+            w.bind_mr_lkey = bi.mr ? bi.mr->lkey : 0;
+            w.bind_access = int(bi.mw_access_flags);
+            break;
+        }
+        case IBV_WR_LOCAL_INV:
+            w.imm_or_inv = wr.invalidate_rkey;
             break;
         default:
             break;

@@ -30,6 +30,7 @@
 namespace softrdma::verbs {
 
 struct Ah;
+struct Mw;
 
 class Context;
 class Cq;
@@ -47,6 +48,11 @@ struct SendWqe {
     uint32_t imm_or_inv = 0;  // imm_data (network order as given) or invalidate rkey
     uint64_t compare_add = 0;
     uint64_t swap = 0;
+    // BIND_MW (remote_addr is the window's start, rkey its new key).
+    Mw *bind_mw = nullptr;
+    uint32_t bind_mr_lkey = 0;
+    uint64_t bind_len = 0;
+    int bind_access = 0;
     bool is_inline = false;
     // Protocol progress.
     uint32_t first_seq = 0, last_seq = 0;  // request sequence numbers this WQE used
@@ -193,6 +199,7 @@ class Qp : public ibv_qp_ex,
     bool emit_responses(transport::TxBatch &b);
     bool emit_requests(transport::TxBatch &b);
     bool emit_wqe(transport::TxBatch &b, SendWqe &w, uint32_t idx);
+    void run_local_op(SendWqe &w);
     void queue_control(wire::ControlType t, uint32_t seq, uint32_t arg);
     void queue_terminate(uint8_t etype, uint8_t ecode);
     bool sge_iov(const Sge *sges, uint32_t n, uint64_t off, uint64_t len, iovec *out, int &cnt,

@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "verbs/context.h"
 #include "verbs/cq.h"
+#include "verbs/mw.h"
 #include "verbs/qp.h"
 #include "verbs/srq.h"
 
@@ -127,7 +128,8 @@ bool Qp::place_write(const wire::SegmentHeader &h, transport::Placement &p) {
     MemView v;
     KeyCheck kc = KeyCheck::kAccess;
     if (access_ & IBV_ACCESS_REMOTE_WRITE)
-        kc = mr_check(h.stag, pd_, h.to, h.payload_len, IBV_ACCESS_REMOTE_WRITE, v);
+        kc = rkey_check(h.stag, pd_, qp_base.qp_num, h.to, h.payload_len, IBV_ACCESS_REMOTE_WRITE,
+                        v);
     if (kc != KeyCheck::kOk) {
         responder_fail(wire::NakCode::kRemoteAccess, wire::kTermEtypeRemoteProtection,
                        kc == KeyCheck::kBounds   ? wire::kTermEcodeBaseBounds
@@ -223,7 +225,8 @@ bool Qp::handle_read_request(std::span<const uint8_t> payload) {
     if (r.length) {
         KeyCheck kc = KeyCheck::kAccess;
         if (access_ & IBV_ACCESS_REMOTE_READ)
-            kc = mr_check(r.src_stag, pd_, r.src_to, r.length, IBV_ACCESS_REMOTE_READ, v);
+            kc = rkey_check(r.src_stag, pd_, qp_base.qp_num, r.src_to, r.length,
+                            IBV_ACCESS_REMOTE_READ, v);
         if (kc != KeyCheck::kOk) {
             responder_fail(wire::NakCode::kRemoteAccess, wire::kTermEtypeRemoteProtection,
                            kc == KeyCheck::kBounds ? wire::kTermEcodeBaseBounds
@@ -261,7 +264,7 @@ bool Qp::handle_atomic_request(const wire::SegmentHeader &h, std::span<const uin
         return true;
     }
     if (access_ & IBV_ACCESS_REMOTE_ATOMIC)
-        kc = mr_check(r.stag, pd_, r.to, 8, IBV_ACCESS_REMOTE_ATOMIC, v);
+        kc = rkey_check(r.stag, pd_, qp_base.qp_num, r.to, 8, IBV_ACCESS_REMOTE_ATOMIC, v);
     if (kc != KeyCheck::kOk) {
         responder_fail(wire::NakCode::kRemoteAccess, wire::kTermEtypeRemoteProtection,
                        wire::kTermEcodeAccessRights);
@@ -487,6 +490,15 @@ bool Qp::on_segment(const wire::SegmentHeader &h, std::span<const uint8_t> scrat
     } else if (h.op == wire::RdmapOp::kSendInv || h.op == wire::RdmapOp::kSendSeInv) {
         flags = IBV_WC_WITH_INV;
         extra = h.ulp;
+        if (!mw_invalidate(h.ulp, pd_)) {
+            // IBA class J: the receive completes in error and both ends go to ERR.
+            SR_DEBUG("qp %u: SEND WITH INVALIDATE of 0x%x: no bound type 2 window has that key",
+                     qp_base.qp_num, h.ulp);
+            complete_recv(cur_recv_, IBV_WC_REM_INV_REQ_ERR, IBV_WC_RECV, 0, 0, 0, false);
+            responder_fail(wire::NakCode::kInvalidRequest, wire::kTermEtypeRemoteOperation,
+                           wire::kTermEcodeUnspecified);
+            return true;
+        }
     }
     complete_recv(cur_recv_, IBV_WC_SUCCESS, IBV_WC_RECV, uint32_t(cur_recv_len_), extra, flags,
                   se);

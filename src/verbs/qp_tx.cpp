@@ -5,7 +5,9 @@
 #include <cstring>
 
 #include "common/clock.h"
+#include "common/log.h"
 #include "verbs/context.h"
+#include "verbs/mw.h"
 #include "verbs/qp.h"
 
 namespace softrdma::verbs {
@@ -20,7 +22,9 @@ bool is_read_or_atomic(ibv_wr_opcode op) {
 
 }  // namespace
 
-uint32_t read_sink_stag(uint32_t slot) { return kReadSinkBase | slot; }
+uint32_t read_sink_stag(uint32_t slot) {
+    return kReadSinkBase | slot;
+}
 bool read_sink_slot(uint32_t stag, uint32_t &slot) {
     if ((stag & 0xff000000u) != kReadSinkBase) return false;
     slot = stag & 0x00ffffffu;
@@ -164,15 +168,15 @@ bool Qp::emit_wqe(transport::TxBatch &b, SendWqe &w, uint32_t slot) {
         w.read_msn = read_msn_;
         w.first_seq = next_seq_;
         if (!w.is_inline && w.total_len) {
-            const int access = w.opcode == IBV_WR_RDMA_READ || w.opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+            const int access = w.opcode == IBV_WR_RDMA_READ ||
+                                       w.opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
                                        w.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD
                                    ? IBV_ACCESS_LOCAL_WRITE
                                    : 0;
             for (uint32_t i = 0; i < w.num_sge; ++i) {
                 MemView v;
-                if (sg[i].length &&
-                    mr_check(sg[i].lkey, pd_, sg[i].addr, sg[i].length, access, v) !=
-                        KeyCheck::kOk) {
+                if (sg[i].length && mr_check(sg[i].lkey, pd_, sg[i].addr, sg[i].length, access,
+                                             v) != KeyCheck::kOk) {
                     w.done = true;
                     w.status = IBV_WC_LOC_PROT_ERR;
                     w.queued = true;
@@ -236,8 +240,10 @@ bool Qp::emit_wqe(transport::TxBatch &b, SendWqe &w, uint32_t slot) {
                 if (last) {
                     if (!write) ++send_msn_;
                     w.last_seq = next_seq_++;
-                    if (w.opcode == IBV_WR_RDMA_WRITE_WITH_IMM) tx_imm_stage_ = true;
-                    else break;
+                    if (w.opcode == IBV_WR_RDMA_WRITE_WITH_IMM)
+                        tx_imm_stage_ = true;
+                    else
+                        break;
                 }
             }
             if (tx_imm_stage_) {
@@ -263,9 +269,8 @@ bool Qp::emit_wqe(transport::TxBatch &b, SendWqe &w, uint32_t slot) {
             h.msn = read_msn_;
             h.payload_len = wire::kReadRequestLen;
             uint8_t p[wire::kReadRequestLen];
-            wire::encode_read_request({read_sink_stag(slot), 0, uint32_t(w.total_len), w.rkey,
-                                       w.remote_addr},
-                                      p);
+            wire::encode_read_request(
+                {read_sink_stag(slot), 0, uint32_t(w.total_len), w.rkey, w.remote_addr}, p);
             if (!b.add(h, {}, {p, sizeof p})) return false;
             w.resp_msn = read_msn_++;
             w.last_seq = next_seq_++;
@@ -282,16 +287,20 @@ bool Qp::emit_wqe(transport::TxBatch &b, SendWqe &w, uint32_t slot) {
             h.payload_len = wire::kAtomicRequestLen;
             uint8_t p[wire::kAtomicRequestLen];
             const bool cas = w.opcode == IBV_WR_ATOMIC_CMP_AND_SWP;
-            wire::encode_atomic_request({cas ? wire::AtomicOp::kCompareSwap : wire::AtomicOp::kFetchAdd,
-                                         w.rkey, w.remote_addr, cas ? w.swap : w.compare_add,
-                                         cas ? w.compare_add : 0},
-                                        p);
+            wire::encode_atomic_request(
+                {cas ? wire::AtomicOp::kCompareSwap : wire::AtomicOp::kFetchAdd, w.rkey,
+                 w.remote_addr, cas ? w.swap : w.compare_add, cas ? w.compare_add : 0},
+                p);
             if (!b.add(h, {}, {p, sizeof p})) return false;
             w.resp_msn = atomic_msn_++;
             w.last_seq = next_seq_++;
             ++rd_outstanding_;
             break;
         }
+        case IBV_WR_BIND_MW:
+        case IBV_WR_LOCAL_INV:
+            run_local_op(w);
+            break;
         default:
             w.done = true;
             w.status = IBV_WC_LOC_QP_OP_ERR;
@@ -300,6 +309,22 @@ bool Qp::emit_wqe(transport::TxBatch &b, SendWqe &w, uint32_t slot) {
     w.queued = true;
     tx_off_ = 0;
     return true;
+}
+
+// Binds and local invalidations run when the send queue reaches them, in order; a failure
+// completes with the status hardware gives and moves the QP to ERR.
+void Qp::run_local_op(SendWqe &w) {
+    if (w.done) return;  // replayed after an RNR rewind: it ran already
+    w.done = true;
+    if (w.opcode == IBV_WR_BIND_MW) {
+        const MwBind b{w.bind_mw, w.rkey, w.bind_mr_lkey, w.remote_addr, w.bind_len, w.bind_access};
+        if (!mw_bind(b, pd_, qp_base.qp_num)) w.status = IBV_WC_MW_BIND_ERR;
+    } else if (!mw_invalidate(w.imm_or_inv, pd_)) {
+        SR_DEBUG("qp %u: LOCAL_INV of 0x%x: no bound type 2 window has that key", qp_base.qp_num,
+                 w.imm_or_inv);
+        w.status = IBV_WC_LOC_QP_OP_ERR;
+    }
+    if (w.status != IBV_WC_SUCCESS) fatal_pending_ = true;
 }
 
 bool Qp::emit_requests(transport::TxBatch &b) {
@@ -322,6 +347,8 @@ bool Qp::emit_requests(transport::TxBatch &b) {
         ++sq_tx_;
         if (fatal_pending_) break;
     }
+    // A local operation at the head completes now: nothing from the peer will retire it.
+    if (any) retire_sends();
     return any;
 }
 

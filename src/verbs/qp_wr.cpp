@@ -107,11 +107,14 @@ void install_wr_api(Qp &qp, uint64_t) {
     qp.wr_atomic_write = [](ibv_qp_ex *q, uint32_t, uint64_t, const void *) {
         Q(q).wr_batch_.fail(refuse(EOPNOTSUPP, "ibv_wr_atomic_write", "not supported yet"));
     };
-    qp.wr_bind_mw = [](ibv_qp_ex *q, ibv_mw *, uint32_t, const ibv_mw_bind_info *) {
-        Q(q).wr_batch_.fail(refuse(EOPNOTSUPP, "ibv_wr_bind_mw", "no memory windows yet"));
+    qp.wr_bind_mw = [](ibv_qp_ex *q, ibv_mw *mw, uint32_t rkey, const ibv_mw_bind_info *info) {
+        auto &w = Q(q).wr_new(IBV_WR_BIND_MW);
+        w.bind_mw.mw = mw;
+        w.bind_mw.rkey = rkey;
+        if (info) w.bind_mw.bind_info = *info;
     };
-    qp.wr_local_inv = [](ibv_qp_ex *q, uint32_t) {
-        Q(q).wr_batch_.fail(refuse(EOPNOTSUPP, "ibv_wr_local_inv", "no memory windows yet"));
+    qp.wr_local_inv = [](ibv_qp_ex *q, uint32_t rkey) {
+        Q(q).wr_new(IBV_WR_LOCAL_INV).invalidate_rkey = rkey;
     };
     qp.wr_send_tso = [](ibv_qp_ex *q, void *, uint16_t, uint16_t) {
         Q(q).wr_batch_.fail(refuse(EOPNOTSUPP, "ibv_wr_send_tso", "TSO exists on raw packet QPs"));

@@ -17,6 +17,7 @@
 #include "verbs/context.h"
 #include "verbs/cq.h"
 #include "verbs/mr.h"
+#include "verbs/mw.h"
 #include "verbs/pd.h"
 #include "verbs/qp.h"
 #include "verbs/srq.h"
@@ -87,6 +88,9 @@ void install_context_ops(Context &c) {
     o.post_send = qp_post_send;
     o.post_recv = qp_post_recv;
     o.post_srq_recv = srq_post_recv;
+    o.alloc_mw = alloc_mw;
+    o.dealloc_mw = dealloc_mw;
+    o.bind_mw = bind_mw;
     c.query_port = query_port;
     c.query_device_ex = query_device_ex;
     c.create_qp_ex = create_qp_ex;
@@ -228,9 +232,54 @@ int rereg_mr(ibv_mr *m, int flags, ibv_pd *pd, void *addr, size_t length, int ac
 
 int dereg_mr(ibv_mr *m) {
     if (!m) return EINVAL;
+    if (mr_table_remove(Mr::from(m)))
+        return refuse(EINVAL, "ibv_dereg_mr", "memory windows are still bound to the region");
     std::unique_ptr<Mr> mr(Mr::from(m));
-    mr_table_remove(mr.get());
     mr->owner->users.fetch_sub(1);
+    return 0;
+}
+
+// ------------------------------------------------------------------------------ MW
+
+ibv_mw *alloc_mw(ibv_pd *pd, ibv_mw_type type) {
+    if (!pd) return fail<ibv_mw>(refuse(EINVAL, "ibv_alloc_mw", "NULL pd"));
+    if (type != IBV_MW_TYPE_1 && type != IBV_MW_TYPE_2)
+        return fail<ibv_mw>(
+            refuse(EINVAL, "ibv_alloc_mw", "type %d: windows are type 1 or 2", int(type)));
+    auto mw = std::make_unique<Mw>();
+    mw->context = pd->context;
+    mw->pd = pd;
+    mw->type = type;
+    if (!mw_table_add(mw.get()))
+        return fail<ibv_mw>(refuse(ENOMEM, "ibv_alloc_mw", "no memory key left"));
+    Pd::from(pd)->users.fetch_add(1);
+    return mw.release();
+}
+
+int dealloc_mw(ibv_mw *m) {
+    if (!m) return EINVAL;
+    std::unique_ptr<Mw> mw(Mw::from(m));
+    mw_table_remove(mw.get());
+    Pd::from(mw->pd)->users.fetch_sub(1);
+    return 0;
+}
+
+// ibv_bind_mw (type 1): a BIND_MW work request on `qp`; the window's rkey the application
+// sees changes now, as rdma-core's providers change it.
+int bind_mw(ibv_qp *qp, ibv_mw *mw, ibv_mw_bind *b) {
+    if (!qp || !mw || !b) return EINVAL;
+    if (b->bind_info.mw_access_flags & IBV_ACCESS_ZERO_BASED)
+        return refuse(EINVAL, "ibv_bind_mw", "a type 1 window cannot be zero-based");
+    ibv_send_wr wr{};
+    wr.wr_id = b->wr_id;
+    wr.opcode = IBV_WR_BIND_MW;
+    wr.send_flags = b->send_flags;
+    wr.bind_mw.mw = mw;
+    wr.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+    wr.bind_mw.bind_info = b->bind_info;
+    ibv_send_wr *bad = nullptr;
+    if (const int e = Qp::from(qp)->post_send(&wr, &bad)) return e;
+    mw->rkey = wr.bind_mw.rkey;
     return 0;
 }
 

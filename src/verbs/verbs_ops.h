@@ -19,6 +19,9 @@ int dealloc_pd(ibv_pd *pd);
 ibv_mr *reg_mr(ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsigned access);
 int rereg_mr(ibv_mr *mr, int flags, ibv_pd *pd, void *addr, size_t length, int access);
 int dereg_mr(ibv_mr *mr);
+ibv_mw *alloc_mw(ibv_pd *pd, ibv_mw_type type);
+int dealloc_mw(ibv_mw *mw);
+int bind_mw(ibv_qp *qp, ibv_mw *mw, ibv_mw_bind *bind);
 
 ibv_comp_channel *create_comp_channel(ibv_context *ctx);
 int destroy_comp_channel(ibv_comp_channel *ch);

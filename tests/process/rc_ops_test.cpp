@@ -70,20 +70,35 @@ TEST(RcOps, SendWithImmAndInv) {
     auto sender = [](Oob &oob) {
         Endpoint ep;
         ep.exchange_and_connect(oob);
+        const uint32_t window = oob.get<uint32_t>();
         std::memcpy(ep.buf, "imm!", 4);
         PCHECK(ep.post(IBV_WR_SEND_WITH_IMM, 1, 0, 4, 0, IBV_SEND_SIGNALED, htonl(0xdeadbeef)) ==
                0);
         PCHECK_EQ(ep.wait_wc().status, IBV_WC_SUCCESS);
-        PCHECK(ep.post(IBV_WR_SEND_WITH_INV, 2, 0, 4, 0, IBV_SEND_SIGNALED, 0x1234) == 0);
+        PCHECK(ep.post(IBV_WR_SEND_WITH_INV, 2, 0, 4, 0, IBV_SEND_SIGNALED, window) == 0);
         PCHECK_EQ(ep.wait_wc().status, IBV_WC_SUCCESS);
         oob.barrier();
         return 0;
     };
     auto receiver = [](Oob &oob) {
-        Endpoint ep;
+        EpOptions o;
+        o.mr_access |= IBV_ACCESS_MW_BIND;
+        Endpoint ep(o);
         ep.post_recv(1, 0, 64);
         ep.post_recv(2, 64, 64);
         ep.exchange_and_connect(oob);
+        // SEND WITH INVALIDATE names a window to invalidate: bind one.
+        ibv_mw *mw = ibv_alloc_mw(ep.pd, IBV_MW_TYPE_2);
+        PCHECK(mw != nullptr);
+        ibv_send_wr bind{};
+        bind.opcode = IBV_WR_BIND_MW;
+        bind.bind_mw.mw = mw;
+        bind.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+        bind.bind_mw.bind_info = {ep.mr, uint64_t(uintptr_t(ep.buf)), 4096,
+                                  IBV_ACCESS_REMOTE_WRITE};
+        ibv_send_wr *bad = nullptr;
+        PCHECK(ibv_post_send(ep.qp, &bind, &bad) == 0);
+        oob.put(bind.bind_mw.rkey);
         ibv_wc wc = ep.wait_wc();
         PCHECK_EQ(wc.status, IBV_WC_SUCCESS);
         PCHECK_EQ(wc.opcode, IBV_WC_RECV);
@@ -95,8 +110,9 @@ TEST(RcOps, SendWithImmAndInv) {
         PCHECK_EQ(wc.status, IBV_WC_SUCCESS);
         PCHECK(wc.wc_flags & IBV_WC_WITH_INV);
         PCHECK(!(wc.wc_flags & IBV_WC_WITH_IMM));
-        PCHECK_EQ(wc.invalidated_rkey, 0x1234u);
+        PCHECK_EQ(wc.invalidated_rkey, bind.bind_mw.rkey);
         oob.barrier();
+        PCHECK_EQ(ibv_dealloc_mw(mw), 0);
         return 0;
     };
     EXPECT_PAIR_OK(run_pair(sender, receiver));

@@ -1,0 +1,41 @@
+// The key space shared by memory regions and memory windows: a key's upper 24 bits index a
+// slot, its low byte tells registrations of one slot apart. Every incoming WRITE/READ/atomic
+// resolves its key here, under the shared lock; registration, binding and invalidation take
+// it exclusively, so a key check sees a change whole or not at all.
+#pragma once
+#include <cstdint>
+#include <shared_mutex>
+#include <vector>
+
+namespace softrdma::verbs {
+
+struct Mr;
+struct Mw;
+
+struct KeySlot {
+    Mr *mr = nullptr;
+    Mw *mw = nullptr;
+};
+
+struct KeyTable {
+    static constexpr uint32_t kMaxSlots = 1u << 24;
+    std::shared_mutex mu;
+    std::vector<KeySlot> slots;
+    std::vector<uint32_t> free_list;
+    uint8_t generation = 0;
+
+    // Takes a free slot for `s` and returns its key, or 0 when the table is full. Caller
+    // holds mu exclusively.
+    uint32_t add(KeySlot s);
+    void remove(uint32_t key);
+    // The slot `key` indexes, or nullptr. Caller holds mu.
+    KeySlot *at(uint32_t key) {
+        const uint32_t idx = key >> 8;
+        return idx < slots.size() ? &slots[idx] : nullptr;
+    }
+};
+
+// Never destroyed: key checks may run while the process exits.
+KeyTable &key_table();
+
+}  // namespace softrdma::verbs
