@@ -7,6 +7,7 @@
 #include <shared_mutex>
 
 #include "verbs/key_table.h"
+#include "verbs/odp.h"
 
 namespace softrdma::verbs {
 
@@ -63,7 +64,12 @@ KeyCheck mr_range(const Mr &mr, const Pd *pd, uint64_t iova, uint64_t len, int a
     if ((mr.access & access) != access) return KeyCheck::kAccess;
     if (iova < mr.iova || len > mr.length || iova - mr.iova > mr.length - len)
         return KeyCheck::kBounds;
-    out.host = mr.host + (iova - mr.iova);
+    // Integer arithmetic: an implicit region's host base is address 0.
+    const uintptr_t host = uintptr_t(mr.host) + uintptr_t(iova - mr.iova);
+    // On demand: the pages need not exist; a fault hardware could not serve is an access
+    // error here too, never a crash.
+    if ((mr.access & IBV_ACCESS_ON_DEMAND) && !range_mapped(host, len)) return KeyCheck::kBounds;
+    out.host = reinterpret_cast<uint8_t *>(host);
     return KeyCheck::kOk;
 }
 

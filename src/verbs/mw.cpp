@@ -132,8 +132,11 @@ KeyCheck rkey_check(uint32_t key, const Pd *pd, uint32_t qpn, uint64_t iova, uin
     const uint64_t base = (mw.access & IBV_ACCESS_ZERO_BASED) ? 0 : mw.addr;
     if (!mw.mr || iova < base || len > mw.length || iova - base > mw.length - len)
         return KeyCheck::kBounds;
-    out.host = mw.mr->host + (mw.addr - mw.mr->iova) + (iova - base);
-    return KeyCheck::kOk;
+    MemView whole;  // the region's own checks, on the window's bytes
+    return mr_range(*mw.mr, Pd::from(mw.pd), mw.addr + (iova - base), len, 0, whole) ==
+                   KeyCheck::kOk
+               ? (out = whole, KeyCheck::kOk)
+               : KeyCheck::kBounds;
 }
 
 }  // namespace softrdma::verbs

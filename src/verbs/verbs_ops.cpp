@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "verbs/ah.h"
 #include "verbs/comp_channel.h"
@@ -18,6 +19,7 @@
 #include "verbs/cq.h"
 #include "verbs/mr.h"
 #include "verbs/mw.h"
+#include "verbs/odp.h"
 #include "verbs/pd.h"
 #include "verbs/qp.h"
 #include "verbs/srq.h"
@@ -53,16 +55,6 @@ bool access_ok(unsigned access) {
     return true;
 }
 
-bool range_mapped(const void *addr, size_t len) {
-    const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
-    const uintptr_t start = uintptr_t(addr) & ~(page - 1);
-    const uintptr_t end = (uintptr_t(addr) + len + page - 1) & ~(page - 1);
-    // mincore() fails with ENOMEM on any unmapped page; the vector is scratch.
-    const size_t pages = (end - start) / page;
-    std::vector<unsigned char> vec(pages);
-    return mincore(reinterpret_cast<void *>(start), end - start, vec.data()) == 0;
-}
-
 int cq_poll(ibv_cq *cq, int n, ibv_wc *wc) {
     return Cq::from(cq)->poll(n, wc);
 }
@@ -96,6 +88,8 @@ void install_context_ops(Context &c) {
     c.create_qp_ex = create_qp_ex;
     c.create_cq_ex = create_cq_ex;
     c.create_srq_ex = create_srq_ex;
+    c.advise_mr = advise_mr;
+    c.query_rt_values = query_rt_values;
 }
 
 // ----------------------------------------------------------------------------- device
@@ -126,10 +120,27 @@ int query_device_ex(ibv_context *ctx, const ibv_query_device_ex_input *in, ibv_d
                       in->comp_mask);
     ibv_device_attr_ex a{};
     fill_device_attr(*Context::from(ctx)->dev(), a.orig_attr);
+    a.odp_caps = odp_caps();
+    a.xrc_odp_caps = xrc_odp_caps();
     a.completion_timestamp_mask = ~0ull;
     a.hca_core_clock = 1000000;  // kHz: timestamps are nanoseconds
     a.phys_port_cnt_ex = 1;
     std::memcpy(attr, &a, std::min(attr_size, sizeof a));
+    return 0;
+}
+
+// The device clock is CLOCK_MONOTONIC in nanoseconds (hca_core_clock 1 GHz), the clock of
+// completion timestamps; like mlx5, the raw value is all in tv_nsec.
+int query_rt_values(ibv_context *ctx, ibv_values_ex *v) {
+    if (!ctx || !v) return refuse(EINVAL, "ibv_query_rt_values_ex", "NULL context or values");
+    // As mlx5: comp_mask comes back saying which values were filled.
+    const uint32_t asked = v->comp_mask;
+    v->comp_mask = 0;
+    if (asked & IBV_VALUES_MASK_RAW_CLOCK) {
+        v->raw_clock.tv_sec = 0;
+        v->raw_clock.tv_nsec = long(now_ns());
+        v->comp_mask = IBV_VALUES_MASK_RAW_CLOCK;
+    }
     return 0;
 }
 
@@ -179,7 +190,8 @@ ibv_mr *reg_mr(ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsigned ac
                                    "access 0x%x: remote write or atomic access needs "
                                    "IBV_ACCESS_LOCAL_WRITE, or unknown bits",
                                    access));
-    if (!(access & IBV_ACCESS_ON_DEMAND) && !range_mapped(addr, length))
+    const bool implicit = is_implicit_odp(addr, length, access);
+    if (!(access & IBV_ACCESS_ON_DEMAND) && !range_mapped(uintptr_t(addr), length))
         return fail<ibv_mr>(
             refuse(EFAULT, "ibv_reg_mr", "%p + %zu is not all mapped memory", addr, length));
     auto mr = std::make_unique<Mr>();
@@ -189,7 +201,7 @@ ibv_mr *reg_mr(ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsigned ac
     mr->length = length;
     mr->owner = Pd::from(pd);
     mr->access = int(access);
-    mr->iova = (access & IBV_ACCESS_ZERO_BASED) ? 0 : iova;
+    mr->iova = (access & IBV_ACCESS_ZERO_BASED) || implicit ? 0 : iova;
     mr->host = static_cast<uint8_t *>(addr);
     if (!mr_table_add(mr.get()))
         return fail<ibv_mr>(refuse(ENOMEM, "ibv_reg_mr", "no memory region key left"));
@@ -212,7 +224,8 @@ int rereg_mr(ibv_mr *m, int flags, ibv_pd *pd, void *addr, size_t length, int ac
                       "access 0x%x: remote write or atomic access needs "
                       "IBV_ACCESS_LOCAL_WRITE, or unknown bits",
                       access);
-    if ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (length == 0 || !range_mapped(addr, length)))
+    if ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) &&
+        (length == 0 || !range_mapped(uintptr_t(addr), length)))
         return refuse(EINVAL, "ibv_rereg_mr", "%p + %zu is empty or not all mapped memory", addr,
                       length);
     MrChange c;

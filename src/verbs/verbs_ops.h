@@ -11,6 +11,7 @@ int close_device(ibv_context *ctx);
 int query_device(ibv_context *ctx, ibv_device_attr *attr);
 int query_device_ex(ibv_context *ctx, const ibv_query_device_ex_input *in, ibv_device_attr_ex *attr,
                     size_t attr_size);
+int query_rt_values(ibv_context *ctx, ibv_values_ex *values);
 int query_port(ibv_context *ctx, uint8_t port, ibv_port_attr *attr, size_t attr_size);
 int query_gid_entry(ibv_context *ctx, uint32_t port, uint32_t index, ibv_gid_entry *entry);
 

@@ -343,3 +343,43 @@ TEST_F(Objects, ResetQpLeavesNoCompletionsBehind) {
     EXPECT_EQ(ibv_dereg_mr(mr), 0);
     EXPECT_EQ(ibv_destroy_cq(cq), 0);
 }
+
+// The device clock (ibv_query_rt_values_ex) is the clock of completion timestamps: a
+// completion made between two readings carries a time between them.
+TEST_F(Objects, RtValuesAndCompletionTimestampsShareAClock) {
+    ibv_device_attr_ex da{};
+    ASSERT_EQ(ibv_query_device_ex(ctx_, nullptr, &da), 0);
+    ASSERT_EQ(da.hca_core_clock, 1000000u);  // kHz: one tick per nanosecond
+    ibv_cq_init_attr_ex a{};
+    a.cqe = 4;
+    a.wc_flags = IBV_WC_EX_WITH_COMPLETION_TIMESTAMP;
+    ibv_cq_ex *cq = ibv_create_cq_ex(ctx_, &a);
+    ASSERT_NE(cq, nullptr);
+    ibv_qp *qp = make_qp(ibv_cq_ex_to_cq(cq));
+    ASSERT_NE(qp, nullptr);
+    ibv_qp_attr qa{};
+    qa.qp_state = IBV_QPS_INIT;
+    qa.port_num = 1;
+    ASSERT_EQ(ibv_modify_qp(qp, &qa,
+                            IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
+              0);
+    ibv_recv_wr wr{};
+    ibv_recv_wr *bad = nullptr;
+    ASSERT_EQ(ibv_post_recv(qp, &wr, &bad), 0);
+    ibv_values_ex before{}, after{};
+    before.comp_mask = after.comp_mask = IBV_VALUES_MASK_RAW_CLOCK;
+    ASSERT_EQ(ibv_query_rt_values_ex(ctx_, &before), 0);
+    EXPECT_EQ(before.comp_mask, uint32_t(IBV_VALUES_MASK_RAW_CLOCK));
+    qa.qp_state = IBV_QPS_ERR;  // flushes the receive: one completion, stamped now
+    ASSERT_EQ(ibv_modify_qp(qp, &qa, IBV_QP_STATE), 0);
+    ASSERT_EQ(ibv_query_rt_values_ex(ctx_, &after), 0);
+    ibv_poll_cq_attr pa{};
+    ASSERT_EQ(ibv_start_poll(cq, &pa), 0);
+    EXPECT_EQ(cq->status, IBV_WC_WR_FLUSH_ERR);
+    const uint64_t ts = ibv_wc_read_completion_ts(cq);
+    ibv_end_poll(cq);
+    EXPECT_LE(uint64_t(before.raw_clock.tv_nsec), ts);
+    EXPECT_LE(ts, uint64_t(after.raw_clock.tv_nsec));
+    EXPECT_EQ(ibv_destroy_qp(qp), 0);
+    EXPECT_EQ(ibv_destroy_cq(ibv_cq_ex_to_cq(cq)), 0);
+}
