@@ -11,7 +11,9 @@ namespace softrdma::verbs {
 class Qp;
 
 constexpr uint32_t kCmTokenMin = 2, kCmTokenMax = 0xff;
-inline bool is_cm_token(uint32_t qpn) { return qpn >= kCmTokenMin && qpn <= kCmTokenMax; }
+inline bool is_cm_token(uint32_t qpn) {
+    return qpn >= kCmTokenMin && qpn <= kCmTokenMax;
+}
 
 uint32_t cm_token_alloc();  // 0 when all are in use
 void cm_token_free(uint32_t token);

@@ -14,7 +14,7 @@ namespace softrdma::verbs {
 class Cq;
 
 class CompChannel : public ibv_comp_channel {
-public:
+  public:
     explicit CompChannel(ibv_context *ctx);
     static CompChannel *from(ibv_comp_channel *c) { return static_cast<CompChannel *>(c); }
 
@@ -28,7 +28,7 @@ public:
     // Drops pending events of a CQ being destroyed.
     void forget(Cq *cq);
 
-private:
+  private:
     UniqueFd efd_;
     std::mutex mu_;
     std::vector<Cq *> pending_;

@@ -45,6 +45,8 @@ ibv_wc_opcode wc_opcode_for(ibv_wr_opcode op) {
             return IBV_WC_BIND_MW;
         case IBV_WR_LOCAL_INV:
             return IBV_WC_LOCAL_INV;
+        case IBV_WR_ATOMIC_WRITE:
+            return IBV_WC_ATOMIC_WRITE;
         default:
             return IBV_WC_SEND;
     }
@@ -444,6 +446,19 @@ int Qp::validate_send(const ibv_send_wr &wr) const {
                 return refuse(EINVAL, kVerb, "wr_id %llu: a window with memory needs its region",
                               (unsigned long long)wr.wr_id);
             return 0;  // no scatter list: num_sge and inline flags are ignored
+        case IBV_WR_ATOMIC_WRITE: {
+            if (qp_base.qp_type != IBV_QPT_RC)
+                return refuse(EINVAL, kVerb, "wr_id %llu: %s exists on RC QPs only, not %s",
+                              (unsigned long long)wr.wr_id, wr_opcode_name(wr.opcode),
+                              qp_type_name(qp_base.qp_type));
+            // Its 8 bytes travel in the work request when inline, whatever max_inline_data.
+            uint64_t n = 0;
+            for (int i = 0; i < wr.num_sge; ++i) n += wr.sg_list[i].length;
+            if (n != 8 || (!(wr.send_flags & IBV_SEND_INLINE) && wr.num_sge != 1))
+                return refuse(EINVAL, kVerb, "wr_id %llu: an ATOMIC WRITE carries 8 bytes",
+                              (unsigned long long)wr.wr_id);
+            return 0;
+        }
         case IBV_WR_SEND_WITH_INV:
         case IBV_WR_RDMA_READ:
         case IBV_WR_ATOMIC_CMP_AND_SWP:
@@ -496,7 +511,15 @@ int Qp::post_one_send(const ibv_send_wr &wr, Lock &) {
         sg[i] = {wr.sg_list[i].addr, wr.sg_list[i].length, wr.sg_list[i].lkey};
         w.total_len += wr.sg_list[i].length;
     }
-    if ((wr.send_flags & IBV_SEND_INLINE) && !local_op) {
+    if (wr.opcode == IBV_WR_ATOMIC_WRITE && (wr.send_flags & IBV_SEND_INLINE)) {
+        uint8_t *dst = reinterpret_cast<uint8_t *>(&w.compare_add);
+        for (int i = 0; i < wr.num_sge; ++i) {
+            std::memcpy(dst, reinterpret_cast<const void *>(uintptr_t(wr.sg_list[i].addr)),
+                        wr.sg_list[i].length);
+            dst += wr.sg_list[i].length;
+        }
+        w.is_inline = true;
+    } else if ((wr.send_flags & IBV_SEND_INLINE) && !local_op) {
         // The data is captured now; the buffers may be reused as soon as we return.
         uint8_t *dst = &sq_inline_[size_t(slot) * max_inline_];
         for (int i = 0; i < wr.num_sge; ++i) {
@@ -510,6 +533,7 @@ int Qp::post_one_send(const ibv_send_wr &wr, Lock &) {
         case IBV_WR_RDMA_WRITE:
         case IBV_WR_RDMA_WRITE_WITH_IMM:
         case IBV_WR_RDMA_READ:
+        case IBV_WR_ATOMIC_WRITE:
             w.remote_addr = wr.wr.rdma.remote_addr;
             w.rkey = wr.wr.rdma.rkey;
             break;
@@ -625,7 +649,7 @@ void Qp::complete_send(SendWqe &w, ibv_wc_status st) {
     wc.qp_num = qp_base.qp_num;
     if (st == IBV_WC_SUCCESS) {
         if (w.opcode == IBV_WR_RDMA_READ) wc.byte_len = uint32_t(w.total_len);
-        if (is_atomic(w.opcode)) wc.byte_len = 8;
+        if (is_atomic(w.opcode) || w.opcode == IBV_WR_ATOMIC_WRITE) wc.byte_len = 8;
     }
     if (!scq_->push(wc, false)) report_async(IBV_EVENT_CQ_ERR);
 }

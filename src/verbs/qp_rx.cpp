@@ -13,6 +13,7 @@
 #include "verbs/cq.h"
 #include "verbs/mw.h"
 #include "verbs/qp.h"
+#include "verbs/qp_state_table.h"
 #include "verbs/srq.h"
 
 namespace softrdma::verbs {
@@ -263,8 +264,10 @@ bool Qp::handle_atomic_request(const wire::SegmentHeader &h, std::span<const uin
                        wire::kTermEcodeUnspecified);
         return true;
     }
-    if (access_ & IBV_ACCESS_REMOTE_ATOMIC)
-        kc = rkey_check(r.stag, pd_, qp_base.qp_num, r.to, 8, IBV_ACCESS_REMOTE_ATOMIC, v);
+    // ATOMIC WRITE needs write rights, the others atomic ones (as rxe checks them).
+    const int need =
+        r.op == wire::AtomicOp::kWrite ? IBV_ACCESS_REMOTE_WRITE : IBV_ACCESS_REMOTE_ATOMIC;
+    if (access_ & need) kc = rkey_check(r.stag, pd_, qp_base.qp_num, r.to, 8, need, v);
     if (kc != KeyCheck::kOk) {
         responder_fail(wire::NakCode::kRemoteAccess, wire::kTermEtypeRemoteProtection,
                        wire::kTermEcodeAccessRights);
@@ -275,6 +278,9 @@ bool Qp::handle_atomic_request(const wire::SegmentHeader &h, std::span<const uin
     uint64_t orig;
     if (r.op == wire::AtomicOp::kFetchAdd) {
         orig = target.fetch_add(r.add_or_swap);
+    } else if (r.op == wire::AtomicOp::kWrite) {
+        target.store(r.add_or_swap);
+        orig = 0;
     } else {
         orig = r.compare;
         target.compare_exchange_strong(orig, r.add_or_swap);
@@ -292,15 +298,16 @@ bool Qp::handle_atomic_request(const wire::SegmentHeader &h, std::span<const uin
 bool Qp::handle_atomic_response(const wire::SegmentHeader &h, std::span<const uint8_t> payload) {
     for (uint32_t i = 0; i < sq_tx_; ++i) {
         SendWqe &w = sq_[sq_slot(*this, i)];
-        if (w.done ||
-            (w.opcode != IBV_WR_ATOMIC_CMP_AND_SWP && w.opcode != IBV_WR_ATOMIC_FETCH_AND_ADD))
-            continue;
+        if (w.done || !wr_has_response(w.opcode) || w.opcode == IBV_WR_RDMA_READ) continue;
         if (w.resp_msn != h.msn) return false;  // responses come back in request order
         uint64_t v = 0;
         for (int k = 0; k < 8; ++k) v = v << 8 | payload[size_t(k)];
         const Sge &sg = sq_sges_[size_t(sq_slot(*this, i)) * max_send_sge_];
         MemView mv;
-        if (mr_check(sg.lkey, pd_, sg.addr, 8, IBV_ACCESS_LOCAL_WRITE, mv) != KeyCheck::kOk) {
+        if (w.opcode == IBV_WR_ATOMIC_WRITE) {
+            // Nothing comes back to place: the response only says it was done.
+        } else if (mr_check(sg.lkey, pd_, sg.addr, 8, IBV_ACCESS_LOCAL_WRITE, mv) !=
+                   KeyCheck::kOk) {
             w.status = IBV_WC_LOC_PROT_ERR;
             fatal_pending_ = true;
         } else {
@@ -346,9 +353,7 @@ bool Qp::handle_control(std::span<const uint8_t> payload) {
             for (uint32_t i = 0; i < sq_tx_; ++i) {
                 SendWqe &w = sq_[sq_slot(*this, i)];
                 if (!w.queued || w.done) continue;
-                if (w.opcode == IBV_WR_RDMA_READ || w.opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-                    w.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
-                    continue;
+                if (wr_has_response(w.opcode)) continue;
                 if (seq_le(w.last_seq, c.seq)) w.done = true;
             }
             last_progress_ns_ = now_ns();
@@ -393,10 +398,7 @@ bool Qp::handle_control(std::span<const uint8_t> payload) {
             // Rewind: everything from this WQE on is sent again after the RNR delay.
             for (uint32_t i = idx; i < sq_tx_; ++i) {
                 SendWqe &x = sq_[sq_slot(*this, i)];
-                if ((x.opcode == IBV_WR_RDMA_READ || x.opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-                     x.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) &&
-                    !x.done)
-                    --rd_outstanding_;
+                if (wr_has_response(x.opcode) && !x.done) --rd_outstanding_;
                 x.queued = false;
                 x.received = 0;
             }

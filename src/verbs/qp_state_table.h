@@ -13,4 +13,11 @@ const char *qp_state_name(ibv_qp_state s);
 const char *qp_type_name(ibv_qp_type t);
 const char *wr_opcode_name(ibv_wr_opcode op);
 
+// Requests the responder answers with data (READ response, atomic response): they complete
+// on that answer, not on an ACK, and count against the initiator depth.
+inline bool wr_has_response(ibv_wr_opcode op) {
+    return op == IBV_WR_RDMA_READ || op == IBV_WR_ATOMIC_CMP_AND_SWP ||
+           op == IBV_WR_ATOMIC_FETCH_AND_ADD || op == IBV_WR_ATOMIC_WRITE;
+}
+
 }  // namespace softrdma::verbs

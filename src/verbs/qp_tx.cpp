@@ -6,19 +6,16 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/tsan_annotations.h"
 #include "verbs/context.h"
 #include "verbs/mw.h"
 #include "verbs/qp.h"
+#include "verbs/qp_state_table.h"
 
 namespace softrdma::verbs {
 namespace {
 
 constexpr uint32_t kReadSinkBase = 0xff000000u;  // sink STags name our SQ slots, not MRs
-
-bool is_read_or_atomic(ibv_wr_opcode op) {
-    return op == IBV_WR_RDMA_READ || op == IBV_WR_ATOMIC_CMP_AND_SWP ||
-           op == IBV_WR_ATOMIC_FETCH_AND_ADD;
-}
 
 }  // namespace
 
@@ -168,9 +165,8 @@ bool Qp::emit_wqe(transport::TxBatch &b, SendWqe &w, uint32_t slot) {
         w.read_msn = read_msn_;
         w.first_seq = next_seq_;
         if (!w.is_inline && w.total_len) {
-            const int access = w.opcode == IBV_WR_RDMA_READ ||
-                                       w.opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-                                       w.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD
+            // Responses land in local memory, but an ATOMIC WRITE only reads its 8 bytes.
+            const int access = wr_has_response(w.opcode) && w.opcode != IBV_WR_ATOMIC_WRITE
                                    ? IBV_ACCESS_LOCAL_WRITE
                                    : 0;
             for (uint32_t i = 0; i < w.num_sge; ++i) {
@@ -278,7 +274,8 @@ bool Qp::emit_wqe(transport::TxBatch &b, SendWqe &w, uint32_t slot) {
             break;
         }
         case IBV_WR_ATOMIC_CMP_AND_SWP:
-        case IBV_WR_ATOMIC_FETCH_AND_ADD: {
+        case IBV_WR_ATOMIC_FETCH_AND_ADD:
+        case IBV_WR_ATOMIC_WRITE: {
             if (!ext_) return false;
             wire::SegmentHeader h;
             h.op = wire::RdmapOp::kAtomicRequest;
@@ -287,10 +284,26 @@ bool Qp::emit_wqe(transport::TxBatch &b, SendWqe &w, uint32_t slot) {
             h.payload_len = wire::kAtomicRequestLen;
             uint8_t p[wire::kAtomicRequestLen];
             const bool cas = w.opcode == IBV_WR_ATOMIC_CMP_AND_SWP;
-            wire::encode_atomic_request(
-                {cas ? wire::AtomicOp::kCompareSwap : wire::AtomicOp::kFetchAdd, w.rkey,
-                 w.remote_addr, cas ? w.swap : w.compare_add, cas ? w.compare_add : 0},
-                p);
+            wire::AtomicRequest r{cas ? wire::AtomicOp::kCompareSwap : wire::AtomicOp::kFetchAdd,
+                                  w.rkey, w.remote_addr, cas ? w.swap : w.compare_add,
+                                  cas ? w.compare_add : 0};
+            if (w.opcode == IBV_WR_ATOMIC_WRITE) {
+                r.op = wire::AtomicOp::kWrite;
+                if (!w.is_inline) {  // the 8 bytes are read now, after the key check above
+                    MemView v;
+                    if (mr_check(sg[0].lkey, pd_, sg[0].addr, 8, 0, v) != KeyCheck::kOk) {
+                        w.done = true;
+                        w.status = IBV_WC_LOC_PROT_ERR;
+                        w.queued = true;
+                        fatal_pending_ = true;
+                        return true;
+                    }
+                    AppMemoryAccess app;
+                    std::memcpy(&w.compare_add, v.host, 8);
+                }
+                r.add_or_swap = w.compare_add;
+            }
+            wire::encode_atomic_request(r, p);
             if (!b.add(h, {}, {p, sizeof p})) return false;
             w.resp_msn = atomic_msn_++;
             w.last_seq = next_seq_++;
@@ -339,7 +352,7 @@ bool Qp::emit_requests(transport::TxBatch &b) {
         if (st == IBV_QPS_SQD && tx_off_ == 0 && !tx_imm_stage_) break;
         const uint32_t slot = sq_slot(*this, sq_tx_);
         SendWqe &w = sq_[slot];
-        if (tx_off_ == 0 && !tx_imm_stage_ && is_read_or_atomic(w.opcode) && rd_outstanding_ >= ord)
+        if (tx_off_ == 0 && !tx_imm_stage_ && wr_has_response(w.opcode) && rd_outstanding_ >= ord)
             break;  // IB requester: wait for a response before the next READ/atomic
         if ((w.flags & IBV_SEND_FENCE) && tx_off_ == 0 && rd_outstanding_) break;
         if (!emit_wqe(b, w, slot)) break;

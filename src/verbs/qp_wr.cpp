@@ -103,9 +103,13 @@ void install_wr_api(Qp &qp, uint64_t) {
         w.wr.atomic.remote_addr = addr;
         w.wr.atomic.compare_add = add;
     };
-    // Operations this device does not offer: the batch fails at wr_complete.
-    qp.wr_atomic_write = [](ibv_qp_ex *q, uint32_t, uint64_t, const void *) {
-        Q(q).wr_batch_.fail(refuse(EOPNOTSUPP, "ibv_wr_atomic_write", "not supported yet"));
+    qp.wr_atomic_write = [](ibv_qp_ex *q, uint32_t rkey, uint64_t addr, const void *data) {
+        auto &w = Q(q).wr_new(IBV_WR_ATOMIC_WRITE);
+        w.wr.rdma.rkey = rkey;
+        w.wr.rdma.remote_addr = addr;
+        // The 8 bytes are the request's own, copied now (no scatter list follows).
+        const ibv_sge s{uint64_t(uintptr_t(data)), 8, 0};
+        Q(q).wr_batch_.set_sges(&s, 1, true);
     };
     qp.wr_bind_mw = [](ibv_qp_ex *q, ibv_mw *mw, uint32_t rkey, const ibv_mw_bind_info *info) {
         auto &w = Q(q).wr_new(IBV_WR_BIND_MW);
@@ -116,6 +120,7 @@ void install_wr_api(Qp &qp, uint64_t) {
     qp.wr_local_inv = [](ibv_qp_ex *q, uint32_t rkey) {
         Q(q).wr_new(IBV_WR_LOCAL_INV).invalidate_rkey = rkey;
     };
+    // Operations this device does not offer: the batch fails at wr_complete.
     qp.wr_send_tso = [](ibv_qp_ex *q, void *, uint16_t, uint16_t) {
         Q(q).wr_batch_.fail(refuse(EOPNOTSUPP, "ibv_wr_send_tso", "TSO exists on raw packet QPs"));
     };

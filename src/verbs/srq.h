@@ -13,7 +13,7 @@ namespace softrdma::verbs {
 class Context;
 
 class Srq : public ibv_srq {
-public:
+  public:
     Srq(ibv_context *ctx, ibv_pd *pd, const ibv_srq_attr &attr, void *user_ctx);
     ~Srq();
     static Srq *from(ibv_srq *s) { return static_cast<Srq *>(s); }
@@ -28,7 +28,7 @@ public:
     void drop_user() { users_.fetch_sub(1); }
     bool busy() const { return users_.load() > 0; }
 
-private:
+  private:
     std::mutex mu_;
     RecvQueue rq_;
     uint32_t max_wr_;

@@ -90,7 +90,7 @@ void encode_atomic_request(const AtomicRequest &r, uint8_t *out) {
 
 bool decode_atomic_request(const uint8_t *in, AtomicRequest &out) {
     const uint32_t op = get32(in);
-    if (op > uint32_t(AtomicOp::kCompareSwap)) return false;
+    if (op > uint32_t(AtomicOp::kWrite)) return false;
     out = {AtomicOp(op), get32(in + 4), get64(in + 8), get64(in + 16), get64(in + 24)};
     return true;
 }

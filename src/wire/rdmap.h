@@ -95,7 +95,8 @@ constexpr size_t kReadRequestLen = 28;
 void encode_read_request(const ReadRequest &r, uint8_t *out);
 ReadRequest decode_read_request(const uint8_t *in);
 
-enum class AtomicOp : uint32_t { kFetchAdd = 0, kCompareSwap = 1 };
+// kWrite: IBA's ATOMIC WRITE, the 8 bytes of add_or_swap stored at once (no original value).
+enum class AtomicOp : uint32_t { kFetchAdd = 0, kCompareSwap = 1, kWrite = 2 };
 struct AtomicRequest {
     AtomicOp op;
     uint32_t stag;

@@ -666,3 +666,65 @@ TEST(UcOps, OverflowingSendsAreDroppedAndCompletionsStayExact) {
     };
     EXPECT_PAIR_OK(run_pair(sender, receiver));
 }
+
+// ATOMIC WRITE (IBA 1.5, rxe on kernel 6.2+): 8 bytes stored at once, needing remote write
+// rights only, from a scatter entry or inline (rdma-core's suite drives ibv_wr_atomic_write).
+TEST(RcOps, AtomicWrite) {
+    auto target = [](Oob &oob) {
+        EpOptions o;
+        o.mr_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;  // no atomic rights
+        Endpoint ep(o);
+        std::memset(ep.buf, 0, 64);
+        ep.exchange_and_connect(oob);
+        oob.barrier();
+        uint64_t v[3];
+        std::memcpy(v, ep.buf, sizeof v);
+        PCHECK_EQ(v[0], 0x1122334455667788ull);
+        PCHECK_EQ(v[1], 0x99aabbccddeeff00ull);
+        PCHECK_EQ(v[2], 0x0102030405060708ull);
+        oob.barrier();
+        oob.barrier();  // the misaligned one was refused
+        return 0;
+    };
+    auto initiator = [](Oob &oob) {
+        Endpoint ep;
+        ep.exchange_and_connect(oob);
+        const uint64_t a = 0x1122334455667788ull, b = 0x99aabbccddeeff00ull,
+                       c = 0x0102030405060708ull;
+        std::memcpy(ep.buf, &a, 8);
+        PCHECK(ep.post(IBV_WR_ATOMIC_WRITE, 1, 0, 8, 0) == 0);
+        ibv_wc wc = ep.wait_wc();
+        PCHECK_EQ(wc.status, IBV_WC_SUCCESS);
+        PCHECK_EQ(wc.opcode, IBV_WC_ATOMIC_WRITE);
+        uint64_t src = b;
+        ibv_sge sge{uint64_t(uintptr_t(&src)), 8, 0};
+        ibv_send_wr wr{};
+        wr.wr_id = 2;
+        wr.sg_list = &sge;
+        wr.num_sge = 1;
+        wr.opcode = IBV_WR_ATOMIC_WRITE;
+        wr.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
+        wr.wr.rdma.remote_addr = ep.peer.addr + 8;
+        wr.wr.rdma.rkey = ep.peer.rkey;
+        ibv_send_wr *bad = nullptr;
+        PCHECK(ibv_post_send(ep.qp, &wr, &bad) == 0);
+        src = 0;
+        PCHECK_EQ(ep.wait_wc().status, IBV_WC_SUCCESS);
+        std::memcpy(ep.buf, &c, 8);
+        wr.opcode = IBV_WR_ATOMIC_WRITE;
+        wr.wr_id = 3;
+        wr.send_flags = IBV_SEND_SIGNALED;
+        sge = {uint64_t(uintptr_t(ep.buf)), 8, ep.mr->lkey};
+        wr.wr.rdma.remote_addr = ep.peer.addr + 16;
+        PCHECK(ibv_post_send(ep.qp, &wr, &bad) == 0);
+        PCHECK_EQ(ep.wait_wc().status, IBV_WC_SUCCESS);
+        oob.barrier();
+        oob.barrier();
+        // Misaligned: an invalid request.
+        PCHECK(ep.post(IBV_WR_ATOMIC_WRITE, 4, 0, 8, 4) == 0);
+        PCHECK_EQ(ep.wait_wc().status, IBV_WC_REM_INV_REQ_ERR);
+        oob.barrier();
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(initiator, target));
+}
