@@ -340,7 +340,7 @@ TEST(RdmapPayload, ReadRequestBytesAndRoundTrip) {
 }
 
 TEST(RdmapPayload, AtomicRequestRoundTrip) {
-    for (AtomicOp op : {AtomicOp::kFetchAdd, AtomicOp::kCompareSwap}) {
+    for (AtomicOp op : {AtomicOp::kFetchAdd, AtomicOp::kCompareSwap, AtomicOp::kWrite}) {
         const AtomicRequest a{op, 0xA1B2C3D4, 0x1000200030004000ull, 0x0102030405060708ull,
                               0xF0E0D0C0B0A09080ull};
         std::array<uint8_t, kAtomicRequestLen> buf{};
@@ -360,7 +360,7 @@ TEST(RdmapPayload, AtomicRequestRoundTrip) {
 }
 
 TEST(RdmapPayload, AtomicRequestRejectsUnknownOp) {
-    for (uint32_t op : {2u, 3u, 0x100u, 0xFFFFFFFFu}) {
+    for (uint32_t op : {3u, 4u, 0x100u, 0xFFFFFFFFu}) {
         std::array<uint8_t, kAtomicRequestLen> buf{};
         buf[0] = uint8_t(op >> 24);
         buf[1] = uint8_t(op >> 16);
