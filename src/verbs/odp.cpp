@@ -56,7 +56,7 @@ ibv_odp_caps odp_caps() {
 }
 
 uint32_t xrc_odp_caps() {
-    return 0;  // no XRC yet
+    return kRcOdp;
 }
 
 int advise_mr(ibv_pd *pd, ibv_advise_mr_advice advice, uint32_t flags, ibv_sge *sg,

@@ -21,6 +21,7 @@
 #include "verbs/qp_state_table.h"
 #include "verbs/retry_policy.h"
 #include "verbs/srq.h"
+#include "verbs/xrcd.h"
 
 namespace softrdma::verbs {
 
@@ -111,22 +112,39 @@ void install_wr_api(Qp &qp, uint64_t send_ops_flags);
 
 std::shared_ptr<Qp> Qp::create(Context *ctx, ibv_qp_init_attr_ex &a, int &err) {
     err = 0;
-    if (!(a.comp_mask & IBV_QP_INIT_ATTR_PD) || !a.pd || !a.send_cq || !a.recv_cq) {
-        err = refuse(EINVAL, "ibv_create_qp", "a QP needs a PD, a send CQ and a receive CQ");
+    const long long type = enum_value(a.qp_type);
+    if (type != IBV_QPT_RC && type != IBV_QPT_UC && type != IBV_QPT_UD &&
+        type != IBV_QPT_XRC_SEND && type != IBV_QPT_XRC_RECV) {
+        err = refuse(EOPNOTSUPP, "ibv_create_qp",
+                     "qp_type %lld: RC, UC, UD, XRC_SEND and XRC_RECV QPs exist", type);
         return nullptr;
     }
-    const uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS |
-                           IBV_QP_INIT_ATTR_SEND_OPS_FLAGS | IBV_QP_INIT_ATTR_MAX_TSO_HEADER;
+    const uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD |
+                           IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
+                           IBV_QP_INIT_ATTR_MAX_TSO_HEADER;
     if (a.comp_mask & ~known) {
         err = refuse(EOPNOTSUPP, "ibv_create_qp_ex", "comp_mask bits 0x%x are not supported",
                      a.comp_mask & ~known);
         return nullptr;
     }
-    const long long type = enum_value(a.qp_type);
-    if (type != IBV_QPT_RC && type != IBV_QPT_UC && type != IBV_QPT_UD) {
-        err =
-            refuse(EOPNOTSUPP, "ibv_create_qp", "qp_type %lld: only RC, UC and UD QPs exist", type);
+    if (type == IBV_QPT_XRC_RECV) {
+        // Only a domain: its PD, receives and CQ are those of the SRQ each request names.
+        if (!(a.comp_mask & IBV_QP_INIT_ATTR_XRCD) || !a.xrcd) {
+            err = refuse(EINVAL, "ibv_create_qp", "an XRC_RECV QP needs its XRC domain");
+            return nullptr;
+        }
+        a.pd = nullptr;
+        a.send_cq = a.recv_cq = nullptr;
+        a.srq = nullptr;
+        a.cap = {};
+    } else if (!(a.comp_mask & IBV_QP_INIT_ATTR_PD) || !a.pd || !a.send_cq ||
+               (!a.recv_cq && type != IBV_QPT_XRC_SEND)) {
+        err = refuse(EINVAL, "ibv_create_qp", "a QP needs a PD, a send CQ and a receive CQ");
         return nullptr;
+    }
+    if (type == IBV_QPT_XRC_SEND) {  // sends only
+        a.srq = nullptr;
+        a.cap.max_recv_wr = a.cap.max_recv_sge = 0;
     }
     const uint32_t create_flags =
         (a.comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) ? a.create_flags : 0u;
@@ -152,7 +170,9 @@ std::shared_ptr<Qp> Qp::create(Context *ctx, ibv_qp_init_attr_ex &a, int &err) {
     c.max_send_wr = std::max(c.max_send_wr, 1u);
     c.max_send_sge = std::max(c.max_send_sge, 1u);
     c.max_inline_data = std::max(c.max_inline_data, 64u);
-    if (a.srq) {
+    if (type == IBV_QPT_XRC_RECV || type == IBV_QPT_XRC_SEND) {
+        c.max_recv_wr = c.max_recv_sge = 0;
+    } else if (a.srq) {
         c.max_recv_wr = 0;
         c.max_recv_sge = 0;
     } else {
@@ -178,11 +198,17 @@ std::shared_ptr<Qp> Qp::create(Context *ctx, ibv_qp_init_attr_ex &a, int &err) {
         qp->qp_base.qp_num = qpn;
     }
     if (a.comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) install_wr_api(*qp, a.send_ops_flags);
+    if (type == IBV_QPT_XRC_RECV) {
+        qp->xrcd_ = Xrcd::from(a.xrcd);
+        qp->xrcd_->users.fetch_add(1);
+        return qp;
+    }
     qp->pd_->users.fetch_add(1);
-    qp->scq_->add_user();
-    qp->rcq_->add_user();
-    qp->scq_->attach(qp.get());
-    qp->rcq_->attach(qp.get());
+    for (Cq *cq : {qp->scq_, qp->rcq_}) {
+        if (!cq) continue;
+        cq->add_user();
+        cq->attach(qp.get());
+    }
     if (qp->srq_) qp->srq_->add_user();
     return qp;
 }
@@ -215,10 +241,16 @@ void Qp::shutdown() {
     if (hs) hs->cancel();
     if (qp_base.qp_type != IBV_QPT_UD) transport::unregister_qp(qp_base.qp_num);
     while (callbacks_.load()) std::this_thread::yield();  // engine callbacks drain
-    scq_->detach(this);
-    rcq_->detach(this);
-    scq_->drop_user();
-    rcq_->drop_user();
+    if (xrcd_) {
+        xrc_release();
+        xrcd_->users.fetch_sub(1);
+        return;
+    }
+    for (Cq *cq : {scq_, rcq_}) {
+        if (!cq) continue;
+        cq->detach(this);
+        cq->drop_user();
+    }
     if (srq_) srq_->drop_user();
     pd_->users.fetch_sub(1);
 }
@@ -357,8 +389,10 @@ int Qp::modify(ibv_qp_attr *a, int mask) {
             access_ = 0;
             // Completions of the QP's past life leave its CQs, as rdma-core's providers clean
             // them on RESET: a program that resets a failed QP then polls only its new ones.
-            scq_->purge(qp_base.qp_num);
-            if (rcq_ != scq_) rcq_->purge(qp_base.qp_num);
+            if (scq_) scq_->purge(qp_base.qp_num);
+            if (rcq_ && rcq_ != scq_) rcq_->purge(qp_base.qp_num);
+            tx_srqn_ = kNoSrqn;
+            if (xrcd_) xrc_release();
             if (hs) {
                 lk.unlock();
                 hs->cancel();
@@ -422,6 +456,8 @@ int Qp::validate_send(const ibv_send_wr &wr) const {
     if (wr.num_sge > 0 && !wr.sg_list)
         return refuse(EINVAL, kVerb, "wr_id %llu: num_sge %d with a NULL sg_list",
                       (unsigned long long)wr.wr_id, wr.num_sge);
+    if (qp_base.qp_type == IBV_QPT_XRC_RECV)
+        return refuse(EINVAL, kVerb, "an XRC_RECV QP has no send queue");
     const long long op = enum_value(wr.opcode);
     if (op < IBV_WR_RDMA_WRITE || op > IBV_WR_ATOMIC_WRITE)
         return refuse(EINVAL, kVerb, "wr_id %llu: opcode %lld is not an enum ibv_wr_opcode",
@@ -434,8 +470,8 @@ int Qp::validate_send(const ibv_send_wr &wr) const {
             break;
         case IBV_WR_BIND_MW:
         case IBV_WR_LOCAL_INV:
-            if (qp_base.qp_type != IBV_QPT_RC && qp_base.qp_type != IBV_QPT_UC)
-                return refuse(EINVAL, kVerb, "wr_id %llu: %s exists on RC and UC QPs, not %s",
+            if (!reliable() && qp_base.qp_type != IBV_QPT_UC)
+                return refuse(EINVAL, kVerb, "wr_id %llu: %s exists on RC, XRC and UC QPs, not %s",
                               (unsigned long long)wr.wr_id, wr_opcode_name(wr.opcode),
                               qp_type_name(qp_base.qp_type));
             if (wr.opcode == IBV_WR_BIND_MW && !wr.bind_mw.mw)
@@ -447,8 +483,8 @@ int Qp::validate_send(const ibv_send_wr &wr) const {
                               (unsigned long long)wr.wr_id);
             return 0;  // no scatter list: num_sge and inline flags are ignored
         case IBV_WR_ATOMIC_WRITE: {
-            if (qp_base.qp_type != IBV_QPT_RC)
-                return refuse(EINVAL, kVerb, "wr_id %llu: %s exists on RC QPs only, not %s",
+            if (!reliable())
+                return refuse(EINVAL, kVerb, "wr_id %llu: %s exists on RC and XRC QPs only, not %s",
                               (unsigned long long)wr.wr_id, wr_opcode_name(wr.opcode),
                               qp_type_name(qp_base.qp_type));
             // Its 8 bytes travel in the work request when inline, whatever max_inline_data.
@@ -463,8 +499,8 @@ int Qp::validate_send(const ibv_send_wr &wr) const {
         case IBV_WR_RDMA_READ:
         case IBV_WR_ATOMIC_CMP_AND_SWP:
         case IBV_WR_ATOMIC_FETCH_AND_ADD:
-            if (qp_base.qp_type != IBV_QPT_RC)
-                return refuse(EINVAL, kVerb, "wr_id %llu: %s exists on RC QPs only, not %s",
+            if (!reliable())
+                return refuse(EINVAL, kVerb, "wr_id %llu: %s exists on RC and XRC QPs only, not %s",
                               (unsigned long long)wr.wr_id, wr_opcode_name(wr.opcode),
                               qp_type_name(qp_base.qp_type));
             break;
@@ -505,6 +541,7 @@ int Qp::post_one_send(const ibv_send_wr &wr, Lock &) {
     w.flags = wr.send_flags;
     const bool local_op = wr.opcode == IBV_WR_BIND_MW || wr.opcode == IBV_WR_LOCAL_INV;
     w.num_sge = local_op ? 0 : uint32_t(wr.num_sge);
+    if (qp_base.qp_type == IBV_QPT_XRC_SEND) w.xrc_srqn = wr.qp_type.xrc.remote_srqn;
     w.rnr_left = attr_.rnr_retry;
     Sge *sg = &sq_sges_[size_t(slot) * max_send_sge_];
     for (uint32_t i = 0; i < w.num_sge; ++i) {
@@ -626,11 +663,13 @@ bool Qp::defer_send(Lock &) {
 
 int Qp::post_recv(ibv_recv_wr *wr, ibv_recv_wr **bad) {
     Lock lk(mu_);
-    if (destroyed_ || srq_ || qp_base.state == IBV_QPS_RESET) {
+    const bool xrc = qp_base.qp_type == IBV_QPT_XRC_SEND || qp_base.qp_type == IBV_QPT_XRC_RECV;
+    if (destroyed_ || srq_ || xrc || qp_base.state == IBV_QPS_RESET) {
         if (bad) *bad = wr;
         return refuse(EINVAL, "ibv_post_recv", "%s",
-                      srq_ ? "the QP takes its receives from an SRQ (use ibv_post_srq_recv)"
-                           : "the QP is in RESET or being destroyed");
+                      xrc    ? "an XRC QP has no receive queue (XRC receives go to XRC SRQs)"
+                      : srq_ ? "the QP takes its receives from an SRQ (use ibv_post_srq_recv)"
+                             : "the QP is in RESET or being destroyed");
     }
     if (const int err = rq_.post(wr, bad)) return err;
     if (qp_base.state == IBV_QPS_ERR) flush_all(lk);
@@ -651,7 +690,7 @@ void Qp::complete_send(SendWqe &w, ibv_wc_status st) {
         if (w.opcode == IBV_WR_RDMA_READ) wc.byte_len = uint32_t(w.total_len);
         if (is_atomic(w.opcode) || w.opcode == IBV_WR_ATOMIC_WRITE) wc.byte_len = 8;
     }
-    if (!scq_->push(wc, false)) report_async(IBV_EVENT_CQ_ERR);
+    if (!scq_->push(wc, false)) report_async(IBV_EVENT_CQ_ERR, scq_);
 }
 
 void Qp::complete_recv(const RecvWqe &r, ibv_wc_status st, ibv_wc_opcode op, uint32_t byte_len,
@@ -666,7 +705,7 @@ void Qp::complete_recv(const RecvWqe &r, ibv_wc_status st, ibv_wc_opcode op, uin
     wc.wc_flags = wc_flags;
     if (wc_flags & IBV_WC_WITH_IMM) wc.imm_data = imm;
     if (wc_flags & IBV_WC_WITH_INV) wc.invalidated_rkey = imm;
-    if (!rcq_->push(wc, solicited)) report_async(IBV_EVENT_CQ_ERR);
+    if (!rcq_->push(wc, solicited)) report_async(IBV_EVENT_CQ_ERR, rcq_);
 }
 
 void Qp::retire_sends() {
@@ -734,11 +773,11 @@ void Qp::move_to_error(Lock &lk) {
     }
 }
 
-void Qp::report_async(ibv_event_type t) {
+void Qp::report_async(ibv_event_type t, Cq *cq) {
     ibv_async_event ev{};
     ev.event_type = t;
     if (t == IBV_EVENT_CQ_ERR)
-        ev.element.cq = scq_->cq();
+        ev.element.cq = cq->cq();
     else
         ev.element.qp = &qp_base;
     ctx_->post_async(ev);
@@ -826,7 +865,7 @@ void Qp::progress(Lock &lk, bool rx) {
 
 bool Qp::injected_rnr() {
     const double p = fault_plan().rnr;
-    return p > 0 && qp_base.qp_type == IBV_QPT_RC && dice_.roll(p);
+    return p > 0 && reliable() && dice_.roll(p);
 }
 
 void Qp::roll_completion_faults() {
@@ -853,7 +892,8 @@ void Qp::apply_injected_fault(Lock &lk) {
 }
 
 bool Qp::poller_active() const {
-    const uint64_t last = std::max(scq_->last_poll_ns(), rcq_->last_poll_ns());
+    const uint64_t last =
+        std::max(scq_ ? scq_->last_poll_ns() : 0, rcq_ ? rcq_->last_poll_ns() : 0);
     return last && now_ns() - last < kPollerWindowNs;
 }
 
@@ -935,7 +975,7 @@ void Qp::arm_timer(Lock &) {
     uint64_t when = UINT64_MAX;
     if (rnr_wait_) when = std::min(when, rnr_resume_ns_);
     if (!stream_ && !connecting_ && next_dial_ns_ && i_dial()) when = std::min(when, next_dial_ns_);
-    if (!rnr_wait_ && qp_base.qp_type == IBV_QPT_RC && awaiting_peer()) {
+    if (!rnr_wait_ && reliable() && awaiting_peer()) {
         if (const uint64_t deadline = retry_deadline_ns()) when = std::min(when, deadline);
     }
     if (when != UINT64_MAX) arm_timer_at(when);
@@ -970,8 +1010,8 @@ void Qp::on_timer() {
         last_progress_ns_ = now;
     }
     const uint64_t deadline = retry_deadline_ns();
-    if (deadline && now >= deadline && awaiting_peer() && !rnr_wait_ &&
-        qp_base.qp_type == IBV_QPT_RC && qp_base.state != IBV_QPS_ERR && !grant_retry_grace(now)) {
+    if (deadline && now >= deadline && awaiting_peer() && !rnr_wait_ && reliable() &&
+        qp_base.state != IBV_QPS_ERR && !grant_retry_grace(now)) {
         // Nothing acknowledged within timeout * (retry_cnt + 1): the peer is gone.
         for (uint32_t i = 0; i < sq_count_; ++i) {
             SendWqe &w = sq_[sq_slot(*this, i)];

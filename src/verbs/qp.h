@@ -31,6 +31,7 @@ namespace softrdma::verbs {
 
 struct Ah;
 struct Mw;
+struct Xrcd;
 
 class Context;
 class Cq;
@@ -54,6 +55,7 @@ struct SendWqe {
     uint64_t bind_len = 0;
     int bind_access = 0;
     bool is_inline = false;
+    uint32_t xrc_srqn = 0;  // XRC send QPs: the remote SRQ it is for
     // Protocol progress.
     uint32_t first_seq = 0, last_seq = 0;  // request sequence numbers this WQE used
     uint32_t send_msn = 0, read_msn = 0;   // MSN counters before this WQE (for replays)
@@ -124,6 +126,15 @@ class Qp : public ibv_qp_ex,
     void send_rtu();
     int attach_cm_stream(UniqueFd fd, const wire::MpaFrame &peer);
     bool cm_managed() const { return cm_managed_; }
+    // RC and both XRC halves: acknowledged, retried, with RNR and errors reported.
+    bool reliable() const {
+        return qp_base.qp_type == IBV_QPT_RC || qp_base.qp_type == IBV_QPT_XRC_SEND ||
+               qp_base.qp_type == IBV_QPT_XRC_RECV;
+    }
+    // ibv_open_qp of an XRC receive QP: another handle on this QP; destroy ends the last.
+    Xrcd *xrcd() const { return xrcd_; }
+    void opened() { opens_.fetch_add(1); }
+    bool close_one() { return opens_.fetch_sub(1) > 1; }
     void progress_from_poller();
     void kick_engine();
     void flush_ack(Lock &lk);
@@ -167,7 +178,7 @@ class Qp : public ibv_qp_ex,
     void complete_recv(const RecvWqe &r, ibv_wc_status st, ibv_wc_opcode op, uint32_t byte_len,
                        uint32_t imm, unsigned wc_flags, bool solicited);
     void retire_sends();
-    void report_async(ibv_event_type t);
+    void report_async(ibv_event_type t, Cq *cq = nullptr);
     // SOFTRDMA_FAULTS hooks: a receive the responder pretends not to have; a completed send
     // that may end the connection or the QP; the fault applied where the lock allows it.
     bool injected_rnr();
@@ -213,6 +224,8 @@ class Qp : public ibv_qp_ex,
     bool handle_atomic_request(const wire::SegmentHeader &h, std::span<const uint8_t> payload);
     bool handle_atomic_response(const wire::SegmentHeader &h, std::span<const uint8_t> payload);
     bool handle_control(std::span<const uint8_t> payload);
+    bool xrc_target(uint32_t srqn);
+    void xrc_release();
     bool handle_immediate(const wire::SegmentHeader &h, std::span<const uint8_t> payload);
     void responder_fail(wire::NakCode code, uint8_t etype, uint8_t ecode);
     void request_executed();
@@ -388,6 +401,14 @@ class Qp : public ibv_qp_ex,
     std::vector<McastGroup> mc_groups_;
     std::atomic<bool> mc_armed_{false};
     bool block_self_mcast_ = false;
+
+    // XRC. Receive QPs: their domain, and the SRQ the peer's current requests are for (held;
+    // pd_, srq_ and rcq_ follow it). Send QPs: the SRQ number last announced to the peer.
+    Xrcd *xrcd_ = nullptr;
+    Srq *xrc_srq_ = nullptr;
+    static constexpr uint32_t kNoSrqn = UINT32_MAX;
+    uint32_t tx_srqn_ = kNoSrqn;
+    std::atomic<int> opens_{1};
 
     // ibv_wr_* builder: the application thread's alone until wr_complete (not under mu_).
     WrBatch wr_batch_;

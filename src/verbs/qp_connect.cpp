@@ -124,7 +124,11 @@ transport::MpaHandshake::Decision Qp::on_hello(const wire::MpaFrame &req,
     };
     if (destroyed_ || cm_managed_ || st == IBV_QPS_ERR)
         return reject(wire::QpHelloStatus::kNoSuchQp);
-    if (hello.qp_type != uint8_t(qp_base.qp_type)) return reject(wire::QpHelloStatus::kBadType);
+    // RC meets RC and UC meets UC; an XRC send QP meets an XRC receive QP.
+    const uint8_t peer_type = qp_base.qp_type == IBV_QPT_XRC_SEND   ? uint8_t(IBV_QPT_XRC_RECV)
+                              : qp_base.qp_type == IBV_QPT_XRC_RECV ? uint8_t(IBV_QPT_XRC_SEND)
+                                                                    : uint8_t(qp_base.qp_type);
+    if (hello.qp_type != peer_type) return reject(wire::QpHelloStatus::kBadType);
     if (st == IBV_QPS_RESET || st == IBV_QPS_INIT) {
         d.kind = Kind::kDefer;  // the application has not given us the peer yet
         return d;
@@ -164,6 +168,7 @@ bool Qp::adopt_stream(transport::MpaHandshake::Result &&r, Lock &lk) {
     if (!ext_) fire_established_hook();  // such a peer sends no RTU
     peer_ird_ = r.peer.ird & wire::kMpaV2IrdOrdMask;
     stream_ = std::make_unique<transport::FpduStream>(std::move(r.fd), crc);
+    tx_srqn_ = kNoSrqn;  // a new stream: the peer knows no XRC SRQ number yet
     tx_blocked_ = false;
     dial_backoff_ns_ = 0;
     next_dial_ns_ = 0;
@@ -262,7 +267,7 @@ void Qp::on_stream_lost(Lock &lk, bool protocol_error) {
         return;
     }
     recv_active_ = false;
-    if (qp_base.qp_type == IBV_QPT_UC) {
+    if (!reliable()) {
         // UC never learns whether data arrived: what was sent counts as sent.
         for (uint32_t i = 0; i < sq_tx_; ++i) sq_[sq_slot(*this, i)].done = true;
         retire_sends();

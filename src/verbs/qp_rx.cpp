@@ -12,6 +12,8 @@
 #include "verbs/context.h"
 #include "verbs/cq.h"
 #include "verbs/mw.h"
+#include "verbs/pd.h"
+#include "verbs/xrcd.h"
 #include "verbs/qp.h"
 #include "verbs/qp_state_table.h"
 #include "verbs/srq.h"
@@ -63,7 +65,7 @@ bool Qp::take_recv(RecvWqe &out) {
 }
 
 void Qp::responder_fail(wire::NakCode code, uint8_t etype, uint8_t ecode) {
-    if (qp_base.qp_type != IBV_QPT_RC) return;  // UC drops silently
+    if (!reliable()) return;  // UC drops silently
     SR_DEBUG("qp %u: responder error %u, terminating", qp_base.qp_num, unsigned(code));
     queue_control(wire::ControlType::kNak, executed_seq_ + 1, uint32_t(code));
     queue_terminate(etype, ecode);
@@ -75,6 +77,12 @@ bool Qp::place(const wire::SegmentHeader &h, transport::Placement &p) {
     p.kind = K::kDiscard;
     if (wire::op_is_extension(h.op) && !ext_) return false;
     if (fatal_pending_ || qp_base.state == IBV_QPS_ERR) return true;
+    if (qp_base.qp_type == IBV_QPT_XRC_RECV && !xrc_srq_ && h.op != wire::RdmapOp::kControl &&
+        h.op != wire::RdmapOp::kTerminate) {
+        responder_fail(wire::NakCode::kInvalidRequest, wire::kTermEtypeRemoteOperation,
+                       wire::kTermEcodeUnspecified);
+        return true;  // a request for no SRQ of ours
+    }
     switch (h.op) {
         case wire::RdmapOp::kWrite:
             return place_write(h, p);
@@ -152,7 +160,7 @@ bool Qp::place_send(const wire::SegmentHeader &h, transport::Placement &p) {
         cur_recv_len_ = 0;
         cur_recv_error_ = false;
         if (injected_rnr() || !take_recv(cur_recv_)) {
-            if (qp_base.qp_type == IBV_QPT_RC) {
+            if (reliable()) {
                 // Receiver not ready: tell the requester to back off and replay from here.
                 queue_control(wire::ControlType::kRnrNak, executed_seq_ + 1, attr_.min_rnr_timer);
                 rnr_dropping_ = true;
@@ -169,7 +177,7 @@ bool Qp::place_send(const wire::SegmentHeader &h, transport::Placement &p) {
     const uint64_t mo = h.mo;
     cur_recv_len_ += h.payload_len;
     if (cur_recv_error_) return true;
-    const bool rc = qp_base.qp_type == IBV_QPT_RC;
+    const bool rc = reliable();
     if (mo + h.payload_len > cur_recv_.total_len) {
         complete_recv(cur_recv_, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0, 0, 0, false);
         cur_recv_error_ = true;  // UC: the rest is dropped; the message still counts
@@ -215,7 +223,7 @@ bool Qp::place_read_response(const wire::SegmentHeader &h, transport::Placement 
 
 bool Qp::handle_read_request(std::span<const uint8_t> payload) {
     if (rnr_dropping_) return true;
-    if (qp_base.qp_type != IBV_QPT_RC) return false;
+    if (!reliable()) return false;
     const wire::ReadRequest r = wire::decode_read_request(payload.data());
     if (resp_count_ >= attr_.max_dest_rd_atomic || resp_count_ >= responses_.size()) {
         responder_fail(wire::NakCode::kInvalidRequest, wire::kTermEtypeRemoteOperation,
@@ -249,7 +257,7 @@ bool Qp::handle_read_request(std::span<const uint8_t> payload) {
 
 bool Qp::handle_atomic_request(const wire::SegmentHeader &h, std::span<const uint8_t> payload) {
     if (rnr_dropping_) return true;
-    if (qp_base.qp_type != IBV_QPT_RC) return false;
+    if (!reliable()) return false;
     wire::AtomicRequest r;
     if (!wire::decode_atomic_request(payload.data(), r)) return false;
     if (resp_count_ >= attr_.max_dest_rd_atomic || resp_count_ >= responses_.size()) {
@@ -328,7 +336,7 @@ bool Qp::handle_immediate(const wire::SegmentHeader &h, std::span<const uint8_t>
     const wire::ImmediatePayload imm = wire::decode_immediate(payload.data());
     RecvWqe r;
     if (!take_recv(r)) {
-        if (qp_base.qp_type == IBV_QPT_RC) {
+        if (reliable()) {
             queue_control(wire::ControlType::kRnrNak, executed_seq_ + 1, attr_.min_rnr_timer);
             rnr_dropping_ = true;
         } else {
@@ -395,7 +403,9 @@ bool Qp::handle_control(std::span<const uint8_t> payload) {
                 }
                 --w.rnr_left;
             }
-            // Rewind: everything from this WQE on is sent again after the RNR delay.
+            // Rewind: everything from this WQE on is sent again after the RNR delay (an XRC
+            // peer is told its SRQ again).
+            tx_srqn_ = kNoSrqn;
             for (uint32_t i = idx; i < sq_tx_; ++i) {
                 SendWqe &x = sq_[sq_slot(*this, i)];
                 if (wr_has_response(x.opcode) && !x.done) --rd_outstanding_;
@@ -424,8 +434,34 @@ bool Qp::handle_control(std::span<const uint8_t> payload) {
         case wire::ControlType::kRtu:
             fire_established_hook();
             return true;
+        case wire::ControlType::kXrcSrq:
+            return xrc_target(c.arg);
     }
     return false;
+}
+
+// XRC receive QPs: the requests that follow are for SRQ `srqn`, whose PD checks their keys,
+// whose receives they consume and whose CQ their completions go to. An SRQ that is not in
+// our domain leaves no target: the next request is an invalid request.
+bool Qp::xrc_target(uint32_t srqn) {
+    if (qp_base.qp_type != IBV_QPT_XRC_RECV) return false;
+    if (xrc_srq_ && xrc_srq_->srqn() == srqn) return true;
+    xrc_release();
+    if (Srq *s = xrc_srq_acquire(srqn, xrcd_)) {
+        xrc_srq_ = srq_ = s;
+        pd_ = Pd::from(s->pd);
+        rcq_ = s->cq();
+    } else {
+        SR_DEBUG("qp %u: XRC SRQ %u is not in this QP's domain", qp_base.qp_num, srqn);
+    }
+    return true;
+}
+
+void Qp::xrc_release() {
+    if (xrc_srq_) xrc_srq_->drop_user();
+    xrc_srq_ = srq_ = nullptr;
+    pd_ = nullptr;
+    rcq_ = nullptr;
 }
 
 bool Qp::on_segment(const wire::SegmentHeader &h, std::span<const uint8_t> scratch) {

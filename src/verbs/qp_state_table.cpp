@@ -3,7 +3,8 @@
 namespace softrdma::verbs {
 namespace {
 
-enum TypeIdx { kUd = 0, kUc = 1, kRc = 2, kNumTypes = 3 };
+// XRC_SEND follows the kernel's XRC_INI column, XRC_RECV its XRC_TGT column.
+enum TypeIdx { kUd = 0, kUc = 1, kRc = 2, kXrcIni = 3, kXrcTgt = 4, kNumTypes = 5 };
 
 struct Rule {
     bool valid = false;
@@ -24,13 +25,13 @@ struct Table {
         Rule &reset_init = r[IBV_QPS_RESET][IBV_QPS_INIT];
         reset_init.valid = true;
         reset_init.req[kUd] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY;
-        reset_init.req[kUc] = reset_init.req[kRc] =
-            IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+        reset_init.req[kUc] = reset_init.req[kRc] = reset_init.req[kXrcIni] =
+            reset_init.req[kXrcTgt] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
 
         Rule &init_init = r[IBV_QPS_INIT][IBV_QPS_INIT];
         init_init.valid = true;
         init_init.opt[kUd] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY;
-        init_init.opt[kUc] = init_init.opt[kRc] =
+        init_init.opt[kUc] = init_init.opt[kRc] = init_init.opt[kXrcIni] = init_init.opt[kXrcTgt] =
             IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
 
         Rule &init_rtr = r[IBV_QPS_INIT][IBV_QPS_RTR];
@@ -41,6 +42,9 @@ struct Table {
         init_rtr.opt[kUd] = IBV_QP_PKEY_INDEX | IBV_QP_QKEY;
         init_rtr.opt[kUc] = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX;
         init_rtr.opt[kRc] = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX;
+        init_rtr.req[kXrcIni] = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+        init_rtr.req[kXrcTgt] = init_rtr.req[kRc];
+        init_rtr.opt[kXrcIni] = init_rtr.opt[kXrcTgt] = init_rtr.opt[kRc];
 
         Rule &rtr_rts = r[IBV_QPS_RTR][IBV_QPS_RTS];
         rtr_rts.valid = true;
@@ -53,6 +57,12 @@ struct Table {
             IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PATH_MIG_STATE;
         rtr_rts.opt[kRc] = IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
                            IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE;
+        rtr_rts.req[kXrcIni] = rtr_rts.req[kRc];
+        rtr_rts.req[kXrcTgt] = IBV_QP_TIMEOUT | IBV_QP_SQ_PSN;
+        // XRC_INI has no responder: nothing about RNR NAKs it would send.
+        rtr_rts.opt[kXrcIni] =
+            IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PATH_MIG_STATE;
+        rtr_rts.opt[kXrcTgt] = rtr_rts.opt[kRc];
 
         Rule &rts_rts = r[IBV_QPS_RTS][IBV_QPS_RTS];
         rts_rts.valid = true;
@@ -61,10 +71,13 @@ struct Table {
             IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE;
         rts_rts.opt[kRc] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH |
                            IBV_QP_PATH_MIG_STATE | IBV_QP_MIN_RNR_TIMER;
+        rts_rts.opt[kXrcIni] = rtr_rts.opt[kXrcIni];
+        rts_rts.opt[kXrcTgt] = rts_rts.opt[kRc];
 
         Rule &rts_sqd = r[IBV_QPS_RTS][IBV_QPS_SQD];
         rts_sqd.valid = true;
-        rts_sqd.opt[kUd] = rts_sqd.opt[kUc] = rts_sqd.opt[kRc] = IBV_QP_EN_SQD_ASYNC_NOTIFY;
+        rts_sqd.opt[kUd] = rts_sqd.opt[kUc] = rts_sqd.opt[kRc] = rts_sqd.opt[kXrcIni] =
+            rts_sqd.opt[kXrcTgt] = IBV_QP_EN_SQD_ASYNC_NOTIFY;
 
         Rule &sqd_rts = r[IBV_QPS_SQD][IBV_QPS_RTS];
         sqd_rts.valid = true;
@@ -73,6 +86,8 @@ struct Table {
             IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PATH_MIG_STATE;
         sqd_rts.opt[kRc] = IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
                            IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE;
+        sqd_rts.opt[kXrcIni] = rtr_rts.opt[kXrcIni];
+        sqd_rts.opt[kXrcTgt] = sqd_rts.opt[kRc];
 
         Rule &sqd_sqd = r[IBV_QPS_SQD][IBV_QPS_SQD];
         sqd_sqd.valid = true;
@@ -83,6 +98,11 @@ struct Table {
                            IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC |
                            IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX |
                            IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE;
+        // Each XRC half keeps the RC attributes of its own side only.
+        sqd_sqd.opt[kXrcIni] =
+            sqd_sqd.opt[kRc] & ~(IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+        sqd_sqd.opt[kXrcTgt] =
+            sqd_sqd.opt[kRc] & ~(IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
 
         Rule &sqe_rts = r[IBV_QPS_SQE][IBV_QPS_RTS];
         sqe_rts.valid = true;
@@ -103,6 +123,10 @@ int type_index(ibv_qp_type t) {
             return kUc;
         case IBV_QPT_RC:
             return kRc;
+        case IBV_QPT_XRC_SEND:
+            return kXrcIni;
+        case IBV_QPT_XRC_RECV:
+            return kXrcTgt;
         default:
             return -1;
     }

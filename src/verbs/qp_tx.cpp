@@ -182,6 +182,19 @@ bool Qp::emit_wqe(transport::TxBatch &b, SendWqe &w, uint32_t slot) {
             }
         }
     }
+    // XRC: the peer learns which of its SRQs the requests are for before the first one that
+    // names another (IB carries it in every packet's XRCETH).
+    if (qp_base.qp_type == IBV_QPT_XRC_SEND && tx_off_ == 0 && !tx_imm_stage_ &&
+        w.opcode != IBV_WR_BIND_MW && w.opcode != IBV_WR_LOCAL_INV && w.xrc_srqn != tx_srqn_) {
+        wire::SegmentHeader h;
+        h.op = wire::RdmapOp::kControl;
+        h.qn = wire::kQnControl;
+        h.payload_len = wire::kControlLen;
+        uint8_t c[wire::kControlLen];
+        wire::encode_control({wire::ControlType::kXrcSrq, 0, w.xrc_srqn}, c);
+        if (!ext_ || !b.add(h, {}, {c, sizeof c})) return false;
+        tx_srqn_ = w.xrc_srqn;
+    }
     const bool se = w.flags & IBV_SEND_SOLICITED;
     iovec iov[kMaxSge + 1];
     switch (w.opcode) {

@@ -11,10 +11,21 @@
 namespace softrdma::verbs {
 
 class Context;
+class Cq;
+struct Xrcd;
 
 class Srq : public ibv_srq {
   public:
     Srq(ibv_context *ctx, ibv_pd *pd, const ibv_srq_attr &attr, void *user_ctx);
+    // XRC: the domain, the CQ its receives complete on, its number.
+    void make_xrc(Xrcd *xrcd, Cq *cq, uint32_t srqn) {
+        xrcd_ = xrcd;
+        cq_ = cq;
+        srqn_ = srqn;
+    }
+    Xrcd *xrcd() const { return xrcd_; }
+    Cq *cq() const { return cq_; }
+    uint32_t srqn() const { return srqn_; }
     ~Srq();
     static Srq *from(ibv_srq *s) { return static_cast<Srq *>(s); }
 
@@ -35,6 +46,9 @@ class Srq : public ibv_srq {
     uint32_t max_sge_;
     uint32_t limit_ = 0;
     std::atomic<int> users_{0};
+    Xrcd *xrcd_ = nullptr;
+    Cq *cq_ = nullptr;
+    uint32_t srqn_ = 0;
 };
 
 }  // namespace softrdma::verbs

@@ -23,6 +23,7 @@
 #include "verbs/pd.h"
 #include "verbs/qp.h"
 #include "verbs/srq.h"
+#include "verbs/xrcd.h"
 
 namespace softrdma::verbs {
 namespace {
@@ -89,6 +90,10 @@ void install_context_ops(Context &c) {
     c.create_cq_ex = create_cq_ex;
     c.create_srq_ex = create_srq_ex;
     c.advise_mr = advise_mr;
+    c.get_srq_num = get_srq_num;
+    c.open_xrcd = open_xrcd;
+    c.close_xrcd = close_xrcd;
+    c.open_qp = open_qp;
     c.query_rt_values = query_rt_values;
 }
 
@@ -392,6 +397,29 @@ ibv_qp *create_qp_ex(ibv_context *ctx, ibv_qp_init_attr_ex *a) {
     return qp->qp();
 }
 
+// ibv_open_qp: another handle on an XRC receive QP of the same domain. It is the same QP
+// (same ibv_qp); ibv_destroy_qp of either handle only drops one, the last one destroys it.
+// Only QPs of this process can be opened (no kernel holds them for other processes).
+ibv_qp *open_qp(ibv_context *ctx, ibv_qp_open_attr *a) {
+    static constexpr const char *kVerb = "ibv_open_qp";
+    constexpr uint32_t kNeeded =
+        IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD | IBV_QP_OPEN_ATTR_TYPE;
+    if (!ctx || !a || (a->comp_mask & kNeeded) != kNeeded || !a->xrcd)
+        return fail<ibv_qp>(refuse(EINVAL, kVerb, "needs the QP number, its domain and its type"));
+    if (a->comp_mask & ~uint32_t(kNeeded | IBV_QP_OPEN_ATTR_CONTEXT))
+        return fail<ibv_qp>(refuse(EINVAL, kVerb, "comp_mask 0x%x has unknown bits", a->comp_mask));
+    if (a->qp_type != IBV_QPT_XRC_RECV)
+        return fail<ibv_qp>(refuse(EINVAL, kVerb, "only XRC_RECV QPs can be opened"));
+    std::lock_guard lk(g_qp_mu);
+    for (auto &[qp, ref] : qp_registry()) {
+        if (qp->qp()->qp_num != a->qp_num || qp->xrcd() != Xrcd::from(a->xrcd)) continue;
+        qp->opened();
+        return qp->qp();
+    }
+    return fail<ibv_qp>(
+        refuse(EINVAL, kVerb, "no XRC_RECV QP %u in this domain (in this process)", a->qp_num));
+}
+
 int modify_qp(ibv_qp *qp, ibv_qp_attr *attr, int mask) {
     if (!qp || !attr) return EINVAL;
     return Qp::from(qp)->modify(attr, mask);
@@ -421,6 +449,7 @@ int destroy_qp(ibv_qp *q) {
         std::lock_guard lk(g_qp_mu);
         auto it = qp_registry().find(qp);
         if (it == qp_registry().end()) return EINVAL;
+        if (qp->close_one()) return 0;  // an ibv_open_qp handle; the QP lives on
         ref = std::move(it->second);
         qp_registry().erase(it);
     }
@@ -434,11 +463,15 @@ ibv_srq *create_srq_ex(ibv_context *ctx, ibv_srq_init_attr_ex *a) {
     static constexpr const char *kVerb = "ibv_create_srq";
     if (!ctx || !a || !(a->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !a->pd)
         return fail<ibv_srq>(refuse(EINVAL, kVerb, "an SRQ needs a context and a PD"));
-    if ((a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && a->srq_type != IBV_SRQT_BASIC)
+    const bool xrc = (a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && a->srq_type == IBV_SRQT_XRC;
+    if ((a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && a->srq_type != IBV_SRQT_BASIC && !xrc)
         return fail<ibv_srq>(refuse(EOPNOTSUPP, kVerb,
-                                    "srq_type %d: only IBV_SRQT_BASIC (no XRC, "
-                                    "no tag matching)",
+                                    "srq_type %d: IBV_SRQT_BASIC or IBV_SRQT_XRC (no tag "
+                                    "matching)",
                                     int(a->srq_type)));
+    if (xrc && (!(a->comp_mask & IBV_SRQ_INIT_ATTR_XRCD) || !a->xrcd ||
+                !(a->comp_mask & IBV_SRQ_INIT_ATTR_CQ) || !a->cq))
+        return fail<ibv_srq>(refuse(EINVAL, kVerb, "an XRC SRQ needs its XRC domain and a CQ"));
     const ibv_srq_attr &s = a->attr;
     if (s.max_wr == 0 || s.max_wr > uint32_t(kMaxSrqWr) || s.max_sge == 0 ||
         s.max_sge > uint32_t(kMaxSge) || s.srq_limit > s.max_wr)
@@ -447,8 +480,23 @@ ibv_srq *create_srq_ex(ibv_context *ctx, ibv_srq_init_attr_ex *a) {
                                     "(at most max_wr)",
                                     s.max_wr, kMaxSrqWr, s.max_sge, kMaxSge, s.srq_limit));
     auto srq = std::make_unique<Srq>(ctx, a->pd, s, a->srq_context);
+    if (xrc) {
+        Xrcd *x = Xrcd::from(a->xrcd);
+        srq->make_xrc(x, Cq::from(a->cq), 0);
+        srq->make_xrc(x, Cq::from(a->cq), xrc_srq_register(srq.get()));
+        x->users.fetch_add(1);
+        Cq::from(a->cq)->add_user();
+    }
     Pd::from(a->pd)->users.fetch_add(1);
     return srq.release();
+}
+
+int get_srq_num(ibv_srq *srq, uint32_t *num) {
+    if (!srq || !num) return EINVAL;
+    const Srq *s = Srq::from(srq);
+    if (!s->xrcd()) return refuse(EINVAL, "ibv_get_srq_num", "the SRQ is not an XRC SRQ");
+    *num = s->srqn();
+    return 0;
 }
 
 int modify_srq(ibv_srq *srq, ibv_srq_attr *attr, int mask) {
@@ -465,7 +513,11 @@ int query_srq(ibv_srq *srq, ibv_srq_attr *attr) {
 int destroy_srq(ibv_srq *srq) {
     if (!srq) return EINVAL;
     Srq *s = Srq::from(srq);
-    if (s->busy()) return EBUSY;
+    if (s->busy() || (s->xrcd() && !xrc_srq_retire(s))) return EBUSY;
+    if (s->xrcd()) {
+        s->xrcd()->users.fetch_sub(1);
+        s->cq()->drop_user();
+    }
     Pd::from(s->pd)->users.fetch_sub(1);
     std::unique_ptr<Srq> owned(s);
     return 0;

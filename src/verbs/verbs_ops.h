@@ -43,6 +43,8 @@ ibv_srq *create_srq_ex(ibv_context *ctx, ibv_srq_init_attr_ex *attr);
 int modify_srq(ibv_srq *srq, ibv_srq_attr *attr, int mask);
 int query_srq(ibv_srq *srq, ibv_srq_attr *attr);
 int destroy_srq(ibv_srq *srq);
+int get_srq_num(ibv_srq *srq, uint32_t *num);
+ibv_qp *open_qp(ibv_context *ctx, ibv_qp_open_attr *attr);
 
 ibv_ah *create_ah(ibv_pd *pd, ibv_ah_attr *attr);
 int destroy_ah(ibv_ah *ah);

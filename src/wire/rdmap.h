@@ -125,6 +125,7 @@ enum class ControlType : uint8_t {
     kResync = 4,   // requester restarts at request seq after an RNR NAK
     kCredits = 5,  // arg = responder's max_dest_rd_atomic (sent once after setup)
     kRtu = 6,      // CM connections, active to passive: the IB CM's RTU (docs/wire.md §7)
+    kXrcSrq = 7,   // XRC: arg = the SRQ number the requests after it are for (IB's XRCETH)
 };
 enum class NakCode : uint32_t {
     kRemoteAccess = 1,    // bad key / bounds / access flags

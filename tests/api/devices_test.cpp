@@ -118,8 +118,11 @@ TEST(Devices, ExtendedContextSlots) {
     EXPECT_NE(v->query_port, nullptr);
     EXPECT_NE(v->create_qp_ex, nullptr);
     EXPECT_NE(v->create_cq_ex, nullptr);
-    EXPECT_EQ(ibv_open_xrcd(d.ctx, nullptr), nullptr);  // not offered: clean EOPNOTSUPP
-    EXPECT_EQ(errno, EOPNOTSUPP);
+    EXPECT_NE(v->open_xrcd, nullptr);
+    EXPECT_NE(v->open_qp, nullptr);
+    EXPECT_NE(v->get_srq_num, nullptr);
+    EXPECT_EQ(ibv_open_xrcd(d.ctx, nullptr), nullptr);  // offered, and checks its arguments
+    EXPECT_EQ(errno, EINVAL);
 }
 
 TEST(Devices, AsyncEventFdIsNonBlockingCapable) {

@@ -402,7 +402,7 @@ TEST(RdmapPayload, ControlRoundTripAllTypes) {
 }
 
 TEST(RdmapPayload, ControlRejectsUnknownType) {
-    for (uint8_t t : {uint8_t(0), uint8_t(7), uint8_t(0x7F), uint8_t(0xFF)}) {
+    for (uint8_t t : {uint8_t(0), uint8_t(8), uint8_t(0x7F), uint8_t(0xFF)}) {
         std::array<uint8_t, kControlLen> buf{};
         buf[0] = t;
         ControlPayload d{ControlType::kAck, 9, 9};
