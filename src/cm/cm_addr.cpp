@@ -153,9 +153,8 @@ int do_bind(CmId &id, const sockaddr *addr) {
     std::memcpy(&id.route.addr.src_storage, &ss, len);
     sockaddr_to_gid(&id.route.addr.src_addr, id.route.addr.addr.ibaddr.sgid.raw);
     if (!is_any(addr)) {
-        id.verbs = context_for_addr(addr);
+        take_device(id, context_for_addr(addr));
         if (!id.verbs) return fail(ENODEV);
-        id.port_num = 1;
     }
     id.sock = std::move(fd);
     id.set_state(State::kAddrBound);
@@ -281,13 +280,11 @@ int resolve_addr(rdma_cm_id *raw, sockaddr *src, sockaddr *dst, int timeout_ms) 
             id.set_state(State::kAddrBound);
             id.post_event(RDMA_CM_EVENT_ADDR_ERROR, -ENODEV);
         } else if (group || on_this_host(dst)) {
-            id.verbs = ctx;  // a group or a local address has no next hop to wait for
-            id.port_num = 1;
+            take_device(id, ctx);  // a group or a local address has no next hop to wait for
             id.set_state(State::kAddrResolved);
             id.post_event(RDMA_CM_EVENT_ADDR_RESOLVED, 0);
         } else {
-            id.verbs = ctx;
-            id.port_num = 1;
+            take_device(id, ctx);
             // Then watch the neighbour table until it answers or time runs out.
             nudge_next_hop(probe.get());
             id.resolve_deadline_ns =

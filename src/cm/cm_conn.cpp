@@ -227,8 +227,7 @@ void Listener::on_request(const std::shared_ptr<CmId> &lid, UniqueFd fd) {
         sockaddr_to_gid(&c->route.addr.src_addr, c->route.addr.addr.ibaddr.sgid.raw);
         sockaddr_to_gid(&c->route.addr.dst_addr, c->route.addr.addr.ibaddr.dgid.raw);
         c->route.addr.addr.ibaddr.pkey = htobe16(0xffff);
-        c->verbs = context_for_addr(&c->route.addr.src_addr);
-        c->port_num = 1;
+        take_device(*c, context_for_addr(&c->route.addr.src_addr));
         c->peer_frame = req;
         c->handshake = hs.shared_from_this();  // before the application can see the request
         // Seen from the receiver: the peer's ORD is what we must serve, its IRD what we may use.

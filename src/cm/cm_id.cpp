@@ -112,6 +112,12 @@ ibv_pd *default_pd(ibv_context *ctx) {
     return nullptr;
 }
 
+void take_device(rdma_cm_id &id, ibv_context *ctx) {
+    id.verbs = ctx;
+    id.port_num = 1;
+    if (ctx && !id.pd) id.pd = default_pd(ctx);
+}
+
 std::vector<ibv_context *> all_contexts() {
     std::lock_guard lk(g_dev_mu);
     std::vector<ibv_context *> out;

@@ -159,6 +159,9 @@ class CmId : public rdma_cm_id,
 ibv_context *context_for_gid(const uint8_t gid[16]);
 ibv_context *context_for_addr(const sockaddr *sa);
 ibv_pd *default_pd(ibv_context *ctx);
+// The id now has a device: `verbs`, port 1, and (unless the application gave one) the
+// device's default PD in `pd`, as rdma-core sets them when an id acquires its device.
+void take_device(rdma_cm_id &id, ibv_context *ctx);
 std::vector<ibv_context *> all_contexts();
 using verbs::sockaddr_to_gid;
 socklen_t sockaddr_len(const sockaddr *sa);

@@ -81,8 +81,7 @@ void on_request(CmId &l, const wire::SidrMsg &m, const sockaddr_storage &from,
         sockaddr_to_gid(&child->route.addr.src_addr, child->route.addr.addr.ibaddr.sgid.raw);
         sockaddr_to_gid(&child->route.addr.dst_addr, child->route.addr.addr.ibaddr.dgid.raw);
         child->route.addr.addr.ibaddr.pkey = htobe16(0xffff);
-        child->verbs = context_for_addr(&child->route.addr.src_addr);
-        child->port_num = 1;
+        take_device(*child, context_for_addr(&child->route.addr.src_addr));
         child->sidr_req_id = m.req_id;
         child->sidr_reply_fd.reset(::fcntl(l.sock.get(), F_DUPFD_CLOEXEC, 0));
         child->set_state(State::kConnect);

@@ -53,6 +53,9 @@ TEST(Cm, ConnectAcceptDataAndDisconnectWithPrivateData) {
         PCHECK(ev->listen_id == l);
         rdma_cm_id *c = ev->id;
         PCHECK(c != l && c->verbs);
+        // As rdma-core: an id with a device has the device's PD before any QP (programs
+        // create their own QP on id->pd).
+        PCHECK(c->pd && c->pd->context == c->verbs);
         // RoCE reports the REQ's full 56 bytes, zero padded.
         PCHECK_EQ(ev->param.conn.private_data_len, 56);
         const auto *pd = static_cast<const uint8_t *>(ev->param.conn.private_data);
@@ -88,6 +91,7 @@ TEST(Cm, ConnectAcceptDataAndDisconnectWithPrivateData) {
     auto client = [](Oob &oob) {
         rdma_event_channel *ch = rdma_create_event_channel();
         rdma_cm_id *id = resolved_id(ch, oob.get<uint16_t>());
+        PCHECK(id->pd && id->pd->context == id->verbs);  // set by the address resolution
         ibv_qp_init_attr qa = qp_attr();
         PCHECK(rdma_create_qp(id, nullptr, &qa) == 0);
         rdma_conn_param p{};
