@@ -14,8 +14,24 @@ void install_context_ops(Context &c);
 
 Context::Context(Device *dev)
     : verbs_context{}, dev_(dev), async_fd_(eventfd(0, EFD_SEMAPHORE | EFD_CLOEXEC)) {
-    context.device = dev;
-    context.cmd_fd = -1;
+    CommandFd c = new_command_fd(dev);
+    cmd_fd_.reset(c.fd);
+    objects_ = std::move(c.objects);
+    init();
+}
+
+Context::Context(Device *dev, int cmd_fd, std::shared_ptr<SharedObjects> objects)
+    : verbs_context{},
+      dev_(dev),
+      async_fd_(eventfd(0, EFD_SEMAPHORE | EFD_CLOEXEC)),
+      cmd_fd_(cmd_fd),
+      objects_(std::move(objects)) {
+    init();
+}
+
+void Context::init() {
+    context.device = dev_;
+    context.cmd_fd = cmd_fd_.get();
     context.async_fd = async_fd_.get();
     context.num_comp_vectors = 1;
     pthread_mutex_init(&context.mutex, nullptr);

@@ -5,16 +5,20 @@
 
 #include <cstddef>
 #include <deque>
+#include <memory>
 #include <mutex>
 
 #include "common/unique_fd.h"
 #include "verbs/device.h"
+#include "verbs/shared_objects.h"
 
 namespace softrdma::verbs {
 
 class Context : public verbs_context {
   public:
     explicit Context(Device *dev);
+    // ibv_import_device: a context on `objects` whose command fd is `cmd_fd` (owned now).
+    Context(Device *dev, int cmd_fd, std::shared_ptr<SharedObjects> objects);
     ~Context();
     Context(const Context &) = delete;
     Context &operator=(const Context &) = delete;
@@ -26,13 +30,19 @@ class Context : public verbs_context {
             reinterpret_cast<char *>(c) - offsetof(verbs_context, context)));
     }
 
+    // The objects any context on this command fd shares (ibv_import_pd / ibv_import_mr).
+    SharedObjects &objects() { return *objects_; }
+
     // Async events (ibv_get_async_event): queued here, signalled through async_fd.
     void post_async(const ibv_async_event &ev);
     int get_async(ibv_async_event *ev);
 
   private:
+    void init();
     Device *dev_;
     UniqueFd async_fd_;
+    UniqueFd cmd_fd_;
+    std::shared_ptr<SharedObjects> objects_;
     std::mutex mu_;
     std::deque<ibv_async_event> async_;
 };

@@ -177,14 +177,50 @@ int query_gid_entry(ibv_context *ctx, uint32_t port, uint32_t index, ibv_gid_ent
 
 ibv_pd *alloc_pd(ibv_context *ctx) {
     if (!ctx) return fail<ibv_pd>(EINVAL);
-    return std::make_unique<Pd>(ctx).release();
+    auto pd = std::make_unique<Pd>(ctx);
+    Context::from(ctx)->objects().add_pd(pd.get());
+    return pd.release();
 }
 
 int dealloc_pd(ibv_pd *pd) {
     if (!pd) return EINVAL;
     if (Pd::from(pd)->users.load()) return EBUSY;
     std::unique_ptr<Pd> owned(Pd::from(pd));
+    Context::from(pd->context)->objects().remove_pd(pd);
     return 0;
+}
+
+// ---------------------------------------------------------------------- import (shared fd)
+
+// ibv_import_device: another context on the objects of the context whose command fd `fd`
+// is (a dup of); the new context owns `fd`. Contexts of this process only.
+ibv_context *import_device(int fd) {
+    const ImportedContext found = find_command_fd(fd);
+    if (!found.objects)
+        return fail<ibv_context>(refuse(EOPNOTSUPP, "ibv_import_device",
+                                        "fd %d is no verbs context's command fd in this process "
+                                        "(softrdma's objects live in the process that made them)",
+                                        fd));
+    auto ctx = std::make_unique<Context>(found.dev, fd, found.objects);
+    return ctx.release()->ibv();
+}
+
+// The imported object is the original one (the same pointer): nothing is copied, and
+// ibv_unimport_* leaves it to its owner, as rdma-core leaves the kernel object.
+ibv_pd *import_pd(ibv_context *ctx, uint32_t handle) {
+    if (!ctx) return fail<ibv_pd>(EINVAL);
+    ibv_pd *pd = Context::from(ctx)->objects().find_pd(handle);
+    if (!pd) return fail<ibv_pd>(refuse(EINVAL, "ibv_import_pd", "no PD with handle %u", handle));
+    return pd;
+}
+
+ibv_mr *import_mr(ibv_pd *pd, uint32_t handle) {
+    if (!pd) return fail<ibv_mr>(EINVAL);
+    ibv_mr *mr = Context::from(pd->context)->objects().find_mr(handle);
+    if (!mr || mr->pd != pd)
+        return fail<ibv_mr>(
+            refuse(EINVAL, "ibv_import_mr", "no MR with handle %u on this PD", handle));
+    return mr;
 }
 
 ibv_mr *reg_mr(ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsigned access) {
@@ -211,6 +247,7 @@ ibv_mr *reg_mr(ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsigned ac
     if (!mr_table_add(mr.get()))
         return fail<ibv_mr>(refuse(ENOMEM, "ibv_reg_mr", "no memory region key left"));
     Pd::from(pd)->users.fetch_add(1);
+    Context::from(pd->context)->objects().add_mr(mr.get());
     return mr.release();
 }
 
@@ -253,6 +290,7 @@ int dereg_mr(ibv_mr *m) {
     if (mr_table_remove(Mr::from(m)))
         return refuse(EINVAL, "ibv_dereg_mr", "memory windows are still bound to the region");
     std::unique_ptr<Mr> mr(Mr::from(m));
+    Context::from(mr->context)->objects().remove_mr(mr.get());
     mr->owner->users.fetch_sub(1);
     return 0;
 }

@@ -16,6 +16,9 @@ int query_port(ibv_context *ctx, uint8_t port, ibv_port_attr *attr, size_t attr_
 int query_gid_entry(ibv_context *ctx, uint32_t port, uint32_t index, ibv_gid_entry *entry);
 
 ibv_pd *alloc_pd(ibv_context *ctx);
+ibv_context *import_device(int cmd_fd);
+ibv_pd *import_pd(ibv_context *ctx, uint32_t handle);
+ibv_mr *import_mr(ibv_pd *pd, uint32_t handle);
 int dealloc_pd(ibv_pd *pd);
 ibv_mr *reg_mr(ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsigned access);
 int rereg_mr(ibv_mr *mr, int flags, ibv_pd *pd, void *addr, size_t length, int access);

@@ -49,17 +49,13 @@ int ibv_dereg_mr(ibv_mr *mr) {
     return dereg_mr(mr);
 }
 
-// Sharing objects between processes through a verbs fd needs the kernel.
-ibv_pd *ibv_import_pd(ibv_context *, uint32_t) {
-    errno =
-        refuse(EOPNOTSUPP, "ibv_import_pd", "objects shared through a verbs fd need the kernel");
-    return nullptr;
+// Objects shared through a context's command fd (see verbs/shared_objects.h).
+ibv_pd *ibv_import_pd(ibv_context *ctx, uint32_t handle) {
+    return import_pd(ctx, handle);
 }
 void ibv_unimport_pd(ibv_pd *) {}
-ibv_mr *ibv_import_mr(ibv_pd *, uint32_t) {
-    errno =
-        refuse(EOPNOTSUPP, "ibv_import_mr", "objects shared through a verbs fd need the kernel");
-    return nullptr;
+ibv_mr *ibv_import_mr(ibv_pd *pd, uint32_t handle) {
+    return import_mr(pd, handle);
 }
 void ibv_unimport_mr(ibv_mr *) {}
 ibv_dm *ibv_import_dm(ibv_context *, uint32_t) {
