@@ -8,6 +8,7 @@
 namespace softrdma::verbs {
 
 struct Pd;
+struct Dm;
 
 struct Mr : ibv_mr {
     Pd *owner = nullptr;
@@ -15,6 +16,7 @@ struct Mr : ibv_mr {
     uint64_t iova = 0;        // address the keys are valid for
     uint8_t *host = nullptr;  // where iova maps in this process
     int windows = 0;          // memory windows bound to it (key table lock)
+    Dm *dm = nullptr;         // registered on device memory (ibv_reg_dm_mr)
     static Mr *from(ibv_mr *m) { return static_cast<Mr *>(m); }
 };
 

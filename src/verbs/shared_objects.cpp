@@ -75,6 +75,24 @@ ibv_mr *SharedObjects::find_mr(uint32_t handle) {
     return it == mrs_.end() ? nullptr : it->second;
 }
 
+void SharedObjects::add_dm(ibv_dm *dm) {
+    dm->handle = next_handle();
+    dm->comp_mask |= IBV_DM_MASK_HANDLE;
+    std::lock_guard lk(mu_);
+    dms_[dm->handle] = dm;
+}
+
+void SharedObjects::remove_dm(const ibv_dm *dm) {
+    std::lock_guard lk(mu_);
+    dms_.erase(dm->handle);
+}
+
+ibv_dm *SharedObjects::find_dm(uint32_t handle) {
+    std::lock_guard lk(mu_);
+    auto it = dms_.find(handle);
+    return it == dms_.end() ? nullptr : it->second;
+}
+
 CommandFd new_command_fd(Device *dev) {
     CommandFd c;
     c.objects = std::make_shared<SharedObjects>();

@@ -23,11 +23,15 @@ class SharedObjects {
     void add_mr(ibv_mr *mr);
     void remove_mr(const ibv_mr *mr);
     ibv_mr *find_mr(uint32_t handle);
+    void add_dm(ibv_dm *dm);
+    void remove_dm(const ibv_dm *dm);
+    ibv_dm *find_dm(uint32_t handle);
 
   private:
     std::mutex mu_;
     std::map<uint32_t, ibv_pd *> pds_;
     std::map<uint32_t, ibv_mr *> mrs_;
+    std::map<uint32_t, ibv_dm *> dms_;
 };
 
 // A new context's command fd (a memfd) and object table, registered under the fd's inode.

@@ -17,6 +17,7 @@
 #include "verbs/comp_channel.h"
 #include "verbs/context.h"
 #include "verbs/cq.h"
+#include "verbs/dm.h"
 #include "verbs/mr.h"
 #include "verbs/mw.h"
 #include "verbs/odp.h"
@@ -90,6 +91,9 @@ void install_context_ops(Context &c) {
     c.create_cq_ex = create_cq_ex;
     c.create_srq_ex = create_srq_ex;
     c.advise_mr = advise_mr;
+    c.alloc_dm = alloc_dm;
+    c.free_dm = free_dm;
+    c.reg_dm_mr = reg_dm_mr;
     c.get_srq_num = get_srq_num;
     c.open_xrcd = open_xrcd;
     c.close_xrcd = close_xrcd;
@@ -126,6 +130,7 @@ int query_device_ex(ibv_context *ctx, const ibv_query_device_ex_input *in, ibv_d
     ibv_device_attr_ex a{};
     fill_device_attr(*Context::from(ctx)->dev(), a.orig_attr);
     a.odp_caps = odp_caps();
+    a.max_dm_size = kMaxDmSize;
     a.xrc_odp_caps = xrc_odp_caps();
     a.completion_timestamp_mask = ~0ull;
     a.hca_core_clock = 1000000;  // kHz: timestamps are nanoseconds
@@ -231,10 +236,14 @@ ibv_mr *reg_mr(ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsigned ac
                                    "access 0x%x: remote write or atomic access needs "
                                    "IBV_ACCESS_LOCAL_WRITE, or unknown bits",
                                    access));
-    const bool implicit = is_implicit_odp(addr, length, access);
     if (!(access & IBV_ACCESS_ON_DEMAND) && !range_mapped(uintptr_t(addr), length))
         return fail<ibv_mr>(
             refuse(EFAULT, "ibv_reg_mr", "%p + %zu is not all mapped memory", addr, length));
+    return register_mr(pd, addr, length, iova, access);
+}
+
+ibv_mr *register_mr(ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsigned access) {
+    const bool implicit = is_implicit_odp(addr, length, access);
     auto mr = std::make_unique<Mr>();
     mr->context = pd->context;
     mr->pd = pd;
@@ -290,6 +299,7 @@ int dereg_mr(ibv_mr *m) {
     if (mr_table_remove(Mr::from(m)))
         return refuse(EINVAL, "ibv_dereg_mr", "memory windows are still bound to the region");
     std::unique_ptr<Mr> mr(Mr::from(m));
+    if (mr->dm) mr->dm->mrs.fetch_sub(1);
     Context::from(mr->context)->objects().remove_mr(mr.get());
     mr->owner->users.fetch_sub(1);
     return 0;

@@ -21,6 +21,8 @@ ibv_pd *import_pd(ibv_context *ctx, uint32_t handle);
 ibv_mr *import_mr(ibv_pd *pd, uint32_t handle);
 int dealloc_pd(ibv_pd *pd);
 ibv_mr *reg_mr(ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsigned access);
+// The registration itself, arguments already checked (reg_mr, reg_dm_mr).
+ibv_mr *register_mr(ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsigned access);
 int rereg_mr(ibv_mr *mr, int flags, ibv_pd *pd, void *addr, size_t length, int access);
 int dereg_mr(ibv_mr *mr);
 ibv_mw *alloc_mw(ibv_pd *pd, ibv_mw_type type);

@@ -25,7 +25,6 @@ EXPECTED_SKIPS=(
     "PCI device must be passed by the user"                     # mlx5 VFIO tests
     "Converting timestamp to nanoseconds is not supported"      # mlx5dv clock conversion
     "Tag matching is not supported"                             # mlx5 only (not in rxe)
-    "Device memory is not supported"                            # on-NIC memory (not in rxe)
     "Create QP type 8 is not supported"                         # raw packet QPs: Ethernet frames
     "Create Raw Packet QP (with|without) (extended )?attrs is not supported"
     "Parent Domain is not supported on this device"             # not in rxe

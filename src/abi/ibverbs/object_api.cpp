@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "verbs/dm.h"
 #include "verbs/verbs_ops.h"
 
 #undef ibv_reg_mr
@@ -58,10 +59,8 @@ ibv_mr *ibv_import_mr(ibv_pd *pd, uint32_t handle) {
     return import_mr(pd, handle);
 }
 void ibv_unimport_mr(ibv_mr *) {}
-ibv_dm *ibv_import_dm(ibv_context *, uint32_t) {
-    errno =
-        refuse(EOPNOTSUPP, "ibv_import_dm", "objects shared through a verbs fd need the kernel");
-    return nullptr;
+ibv_dm *ibv_import_dm(ibv_context *ctx, uint32_t handle) {
+    return import_dm(ctx, handle);
 }
 void ibv_unimport_dm(ibv_dm *) {}
 
