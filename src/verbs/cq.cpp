@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <new>
 
 #include "common/clock.h"
 #include "common/log.h"
@@ -17,8 +18,13 @@ Cq *self(ibv_cq_ex *c) {
 
 }  // namespace
 
-Cq::Cq(ibv_context *ctx, int cqe_req, CompChannel *chan, void *user_ctx, uint64_t)
-    : ibv_cq_ex{}, chan_(chan) {
+Cq::Cq(ibv_context *ctx, int cqe_req, CompChannel *chan, void *user_ctx, uint64_t,
+       std::unique_ptr<DomainMemory> mem)
+    : ibv_cq_ex{},
+      chan_(chan),
+      mem_(std::move(mem)),
+      ring_(resource_of(mem_)),
+      ts_(resource_of(mem_)) {
     context = ctx;
     channel = chan;
     cq_context = user_ctx;
@@ -140,8 +146,14 @@ int Cq::resize(int new_cqe) {
     if (new_cqe < 1 || size_t(new_cqe) < count_)
         return refuse(EINVAL, "ibv_resize_cq", "cqe %d: fewer than the %zu completions it holds",
                       new_cqe, count_);
-    std::vector<ibv_wc> r(size_t(new_cqe) + 1);
-    std::vector<uint64_t> t(r.size());
+    std::pmr::vector<ibv_wc> r(resource_of(mem_));
+    std::pmr::vector<uint64_t> t(resource_of(mem_));
+    try {
+        r.resize(size_t(new_cqe) + 1);
+        t.resize(r.size());
+    } catch (const std::bad_alloc &) {
+        return refuse(ENOMEM, "ibv_resize_cq", "the CQ's allocator gave no memory");
+    }
     for (size_t i = 0; i < count_; ++i) {
         r[i] = ring_[(head_ + i) % ring_.size()];
         t[i] = ts_[(head_ + i) % ring_.size()];

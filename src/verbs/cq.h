@@ -1,6 +1,7 @@
 // Completion queue: a ring of work completions filled by whichever thread progresses a QP,
 // and the arming state of completion-channel notification.
 #pragma once
+#include "verbs/parent_domain.h"
 #include <infiniband/verbs.h>
 
 #include <atomic>
@@ -15,7 +16,9 @@ class CompChannel;
 
 class Cq : public ibv_cq_ex {
   public:
-    Cq(ibv_context *ctx, int cqe, CompChannel *chan, void *user_ctx, uint64_t wc_flags);
+    // `mem` provides the ring (a parent domain's allocators, or the heap).
+    Cq(ibv_context *ctx, int cqe, CompChannel *chan, void *user_ctx, uint64_t wc_flags,
+       std::unique_ptr<DomainMemory> mem = nullptr);
     ~Cq();
     static Cq *from(ibv_cq *c) { return static_cast<Cq *>(reinterpret_cast<ibv_cq_ex *>(c)); }
     static Cq *from_ex(ibv_cq_ex *c) { return static_cast<Cq *>(c); }
@@ -62,8 +65,9 @@ class Cq : public ibv_cq_ex {
 
     CompChannel *chan_;
     std::mutex mu_;
-    std::vector<ibv_wc> ring_;
-    std::vector<uint64_t> ts_;  // completion time per ring entry (ns, monotonic)
+    std::unique_ptr<DomainMemory> mem_;
+    std::pmr::vector<ibv_wc> ring_;
+    std::pmr::vector<uint64_t> ts_;  // completion time per ring entry (ns, monotonic)
     size_t head_ = 0, count_ = 0;
     bool armed_ = false, solicited_only_ = false;
     bool overrun_ = false;

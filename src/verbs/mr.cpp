@@ -34,7 +34,7 @@ void mr_table_change(Mr *mr, const MrChange &c) {
     std::unique_lock lk(t.mu);
     if (c.pd) {
         mr->owner = c.pd;
-        mr->pd = c.pd;
+        mr->pd = c.handle ? c.handle : c.pd;
     }
     if (c.access >= 0) mr->access = c.access;
     if (c.host) {

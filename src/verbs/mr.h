@@ -34,7 +34,8 @@ int mr_table_remove(Mr *mr);
 // ibv_rereg_mr: what changes (a NULL pd or host, a negative access: unchanged). The keys stay
 // (as rxe and mlx5 keep them); the change is atomic to every key check.
 struct MrChange {
-    Pd *pd = nullptr;
+    Pd *pd = nullptr;          // the protection domain
+    ibv_pd *handle = nullptr;  // what the application passed (a parent domain stays one)
     int access = -1;
     uint8_t *host = nullptr;
     size_t length = 0;

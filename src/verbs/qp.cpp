@@ -78,7 +78,13 @@ Qp::Qp(Context *ctx, const ibv_qp_init_attr_ex &a)
       sq_sig_all_(a.sq_sig_all != 0),
       max_inline_(a.cap.max_inline_data),
       max_send_sge_(a.cap.max_send_sge),
-      max_recv_sge_(a.cap.max_recv_sge) {
+      max_recv_sge_(a.cap.max_recv_sge),
+      sq_mem_(domain_memory(a.pd, kResTypeQp)),
+      rq_mem_(a.srq ? nullptr : domain_memory(a.pd, kResTypeRq)),
+      sq_(resource_of(sq_mem_)),
+      sq_sges_(resource_of(sq_mem_)),
+      sq_inline_(resource_of(sq_mem_)),
+      rq_(resource_of(rq_mem_)) {
     qp_base.context = ctx->ibv();
     qp_base.qp_context = a.qp_context;
     qp_base.pd = a.pd;
@@ -181,7 +187,15 @@ std::shared_ptr<Qp> Qp::create(Context *ctx, ibv_qp_init_attr_ex &a, int &err) {
     }
     // Not make_shared: a Qp is 8 KiB, and a weak reference (an engine timer due later, a
     // handshake's callback) would keep all of it allocated after the QP is destroyed.
-    std::shared_ptr<Qp> qp = std::make_unique<Qp>(ctx, a);
+    std::shared_ptr<Qp> qp;
+    try {
+        qp = std::make_unique<Qp>(ctx, a);
+    } catch (const std::bad_alloc &) {
+        err = refuse(ENOMEM, "ibv_create_qp",
+                     "no memory for the queues (the parent domain's "
+                     "allocator, or the heap)");
+        return nullptr;
+    }
     qp->block_self_mcast_ = create_flags & IBV_QP_CREATE_BLOCK_SELF_MCAST_LB;
     if (type == IBV_QPT_UD) {
         if ((err = qp->ud_open()) != 0) return nullptr;
@@ -203,7 +217,7 @@ std::shared_ptr<Qp> Qp::create(Context *ctx, ibv_qp_init_attr_ex &a, int &err) {
         qp->xrcd_->users.fetch_add(1);
         return qp;
     }
-    qp->pd_->users.fetch_add(1);
+    pd_hold(a.pd);
     for (Cq *cq : {qp->scq_, qp->rcq_}) {
         if (!cq) continue;
         cq->add_user();
@@ -252,7 +266,7 @@ void Qp::shutdown() {
         cq->drop_user();
     }
     if (srq_) srq_->drop_user();
-    pd_->users.fetch_sub(1);
+    pd_release(qp_base.pd);
 }
 
 // ---------------------------------------------------------------------------------- modify

@@ -23,6 +23,7 @@
 #include "transport/qp_listener.h"
 #include "transport/ud_flow.h"
 #include "verbs/mr.h"
+#include "verbs/parent_domain.h"
 #include "verbs/work_queue.h"
 #include "verbs/wr_batch.h"
 #include "wire/ud_header.h"
@@ -303,10 +304,12 @@ class Qp : public ibv_qp_ex,
     uint8_t remote_gid_[16] = {};
     uint32_t remote_qpn_ = 0;
 
-    // Send queue: ring of WQEs [head_, tail_), tx_ is the next to transmit.
-    std::vector<SendWqe> sq_;
-    std::vector<Sge> sq_sges_;
-    std::vector<uint8_t> sq_inline_;
+    // Send queue: ring of WQEs [head_, tail_), tx_ is the next to transmit. The rings come
+    // from the parent domain's allocators when the QP was made on one.
+    std::unique_ptr<DomainMemory> sq_mem_, rq_mem_;
+    std::pmr::vector<SendWqe> sq_;
+    std::pmr::vector<Sge> sq_sges_;
+    std::pmr::vector<uint8_t> sq_inline_;
     uint32_t sq_head_ = 0, sq_count_ = 0, sq_tx_ = 0;  // tx_ counts from head
     uint64_t tx_off_ = 0;                              // bytes of the current WQE already segmented
     RecvQueue rq_;

@@ -8,8 +8,14 @@
 
 namespace softrdma::verbs {
 
-Srq::Srq(ibv_context *ctx, ibv_pd *p, const ibv_srq_attr &attr, void *user_ctx)
-    : ibv_srq{}, max_wr_(attr.max_wr), max_sge_(attr.max_sge), limit_(attr.srq_limit) {
+Srq::Srq(ibv_context *ctx, ibv_pd *p, const ibv_srq_attr &attr, void *user_ctx,
+         std::unique_ptr<DomainMemory> mem)
+    : ibv_srq{},
+      mem_(std::move(mem)),
+      rq_(resource_of(mem_)),
+      max_wr_(attr.max_wr),
+      max_sge_(attr.max_sge),
+      limit_(attr.srq_limit) {
     context = ctx;
     srq_context = user_ctx;
     pd = p;

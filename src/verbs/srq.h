@@ -3,9 +3,11 @@
 #include <infiniband/verbs.h>
 
 #include <atomic>
+#include <memory>
 #include <mutex>
 #include <vector>
 
+#include "verbs/parent_domain.h"
 #include "verbs/work_queue.h"
 
 namespace softrdma::verbs {
@@ -16,7 +18,9 @@ struct Xrcd;
 
 class Srq : public ibv_srq {
   public:
-    Srq(ibv_context *ctx, ibv_pd *pd, const ibv_srq_attr &attr, void *user_ctx);
+    // `mem` provides the ring (a parent domain's allocators, or the heap).
+    Srq(ibv_context *ctx, ibv_pd *pd, const ibv_srq_attr &attr, void *user_ctx,
+        std::unique_ptr<DomainMemory> mem = nullptr);
     // XRC: the domain, the CQ its receives complete on, its number.
     void make_xrc(Xrcd *xrcd, Cq *cq, uint32_t srqn) {
         xrcd_ = xrcd;
@@ -41,6 +45,7 @@ class Srq : public ibv_srq {
 
   private:
     std::mutex mu_;
+    std::unique_ptr<DomainMemory> mem_;
     RecvQueue rq_;
     uint32_t max_wr_;
     uint32_t max_sge_;

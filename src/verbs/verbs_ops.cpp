@@ -21,6 +21,7 @@
 #include "verbs/mr.h"
 #include "verbs/mw.h"
 #include "verbs/odp.h"
+#include "verbs/parent_domain.h"
 #include "verbs/pd.h"
 #include "verbs/qp.h"
 #include "verbs/srq.h"
@@ -91,6 +92,9 @@ void install_context_ops(Context &c) {
     c.create_cq_ex = create_cq_ex;
     c.create_srq_ex = create_srq_ex;
     c.advise_mr = advise_mr;
+    c.alloc_td = alloc_td;
+    c.dealloc_td = dealloc_td;
+    c.alloc_parent_domain = alloc_parent_domain;
     c.alloc_dm = alloc_dm;
     c.free_dm = free_dm;
     c.reg_dm_mr = reg_dm_mr;
@@ -189,8 +193,14 @@ ibv_pd *alloc_pd(ibv_context *ctx) {
 
 int dealloc_pd(ibv_pd *pd) {
     if (!pd) return EINVAL;
-    if (Pd::from(pd)->users.load()) return EBUSY;
-    std::unique_ptr<Pd> owned(Pd::from(pd));
+    Pd *p = Pd::itself(pd);
+    if (p->users.load()) return EBUSY;
+    std::unique_ptr<Pd> owned(p);
+    if (p->protection) {  // a parent domain lets go of its PD and thread domain
+        p->protection->users.fetch_sub(1);
+        if (p->td) p->td->users.fetch_sub(1);
+        return 0;
+    }
     Context::from(pd->context)->objects().remove_pd(pd);
     return 0;
 }
@@ -255,7 +265,7 @@ ibv_mr *register_mr(ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsign
     mr->host = static_cast<uint8_t *>(addr);
     if (!mr_table_add(mr.get()))
         return fail<ibv_mr>(refuse(ENOMEM, "ibv_reg_mr", "no memory region key left"));
-    Pd::from(pd)->users.fetch_add(1);
+    pd_hold(pd);
     Context::from(pd->context)->objects().add_mr(mr.get());
     return mr.release();
 }
@@ -282,8 +292,9 @@ int rereg_mr(ibv_mr *m, int flags, ibv_pd *pd, void *addr, size_t length, int ac
     MrChange c;
     if (flags & IBV_REREG_MR_CHANGE_PD) {
         c.pd = Pd::from(pd);
-        mr->owner->users.fetch_sub(1);
-        c.pd->users.fetch_add(1);
+        c.handle = pd;
+        pd_release(mr->pd);
+        pd_hold(pd);
     }
     if (flags & IBV_REREG_MR_CHANGE_ACCESS) c.access = access;
     if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
@@ -301,7 +312,7 @@ int dereg_mr(ibv_mr *m) {
     std::unique_ptr<Mr> mr(Mr::from(m));
     if (mr->dm) mr->dm->mrs.fetch_sub(1);
     Context::from(mr->context)->objects().remove_mr(mr.get());
-    mr->owner->users.fetch_sub(1);
+    pd_release(mr->pd);
     return 0;
 }
 
@@ -318,7 +329,7 @@ ibv_mw *alloc_mw(ibv_pd *pd, ibv_mw_type type) {
     mw->type = type;
     if (!mw_table_add(mw.get()))
         return fail<ibv_mw>(refuse(ENOMEM, "ibv_alloc_mw", "no memory key left"));
-    Pd::from(pd)->users.fetch_add(1);
+    pd_hold(pd);
     return mw.release();
 }
 
@@ -326,7 +337,7 @@ int dealloc_mw(ibv_mw *m) {
     if (!m) return EINVAL;
     std::unique_ptr<Mw> mw(Mw::from(m));
     mw_table_remove(mw.get());
-    Pd::from(mw->pd)->users.fetch_sub(1);
+    pd_release(mw->pd);
     return 0;
 }
 
@@ -386,9 +397,20 @@ ibv_cq_ex *create_cq_ex(ibv_context *ctx, ibv_cq_init_attr_ex *a) {
     if ((a->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) && (a->flags & ~flags_ok))
         return fail<ibv_cq_ex>(
             refuse(EOPNOTSUPP, kVerb, "flags 0x%x are not supported", a->flags & ~flags_ok));
-    auto cq =
-        std::make_unique<Cq>(ctx, int(a->cqe), a->channel ? CompChannel::from(a->channel) : nullptr,
-                             a->cq_context, a->wc_flags);
+    // A CQ made on a parent domain (IBV_CQ_INIT_ATTR_MASK_PD) takes its ring from the
+    // domain's allocators; a plain PD there is EINVAL, as on mlx5.
+    ibv_pd *domain = (a->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) ? a->parent_domain : nullptr;
+    if ((a->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) && (!domain || !Pd::itself(domain)->protection))
+        return fail<ibv_cq_ex>(
+            refuse(EINVAL, kVerb, "IBV_CQ_INIT_ATTR_MASK_PD needs a parent domain"));
+    std::unique_ptr<Cq> cq;
+    try {
+        cq = std::make_unique<Cq>(ctx, int(a->cqe),
+                                  a->channel ? CompChannel::from(a->channel) : nullptr,
+                                  a->cq_context, a->wc_flags, domain_memory(domain, kResTypeCq));
+    } catch (const std::bad_alloc &) {
+        return fail<ibv_cq_ex>(refuse(ENOMEM, kVerb, "no memory for the ring"));
+    }
     return cq.release();
 }
 
@@ -527,7 +549,13 @@ ibv_srq *create_srq_ex(ibv_context *ctx, ibv_srq_init_attr_ex *a) {
                                     "max_wr %u (1 to %d), max_sge %u (1 to %d), srq_limit %u "
                                     "(at most max_wr)",
                                     s.max_wr, kMaxSrqWr, s.max_sge, kMaxSge, s.srq_limit));
-    auto srq = std::make_unique<Srq>(ctx, a->pd, s, a->srq_context);
+    std::unique_ptr<Srq> srq;
+    try {
+        srq =
+            std::make_unique<Srq>(ctx, a->pd, s, a->srq_context, domain_memory(a->pd, kResTypeSrq));
+    } catch (const std::bad_alloc &) {
+        return fail<ibv_srq>(refuse(ENOMEM, kVerb, "no memory for the queue"));
+    }
     if (xrc) {
         Xrcd *x = Xrcd::from(a->xrcd);
         srq->make_xrc(x, Cq::from(a->cq), 0);
@@ -535,7 +563,7 @@ ibv_srq *create_srq_ex(ibv_context *ctx, ibv_srq_init_attr_ex *a) {
         x->users.fetch_add(1);
         Cq::from(a->cq)->add_user();
     }
-    Pd::from(a->pd)->users.fetch_add(1);
+    pd_hold(a->pd);
     return srq.release();
 }
 
@@ -566,7 +594,7 @@ int destroy_srq(ibv_srq *srq) {
         s->xrcd()->users.fetch_sub(1);
         s->cq()->drop_user();
     }
-    Pd::from(s->pd)->users.fetch_sub(1);
+    pd_release(s->pd);
     std::unique_ptr<Srq> owned(s);
     return 0;
 }
@@ -586,14 +614,14 @@ ibv_ah *create_ah(ibv_pd *pd, ibv_ah_attr *attr) {
     ah->context = pd->context;
     ah->pd = pd;
     ah->attr = *attr;
-    Pd::from(pd)->users.fetch_add(1);
+    pd_hold(pd);
     return ah.release();
 }
 
 int destroy_ah(ibv_ah *ah) {
     if (!ah) return EINVAL;
     std::unique_ptr<Ah> owned(Ah::from(ah));
-    Pd::from(owned->pd)->users.fetch_sub(1);
+    pd_release(owned->pd);
     return 0;
 }
 

@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <memory_resource>
 #include <vector>
 
 namespace softrdma::verbs {
@@ -23,6 +24,9 @@ struct RecvWqe {
 // Receive WQEs with their scatter lists stored side by side.
 class RecvQueue {
   public:
+    // `mem` provides the rings (a parent domain's allocators, or the heap).
+    explicit RecvQueue(std::pmr::memory_resource *mem = std::pmr::get_default_resource())
+        : wqes_(mem), sges_(mem) {}
     void init(uint32_t depth, uint32_t max_sge) {
         wqes_.assign(depth, {});
         sges_.assign(size_t(depth) * max_sge, {});
@@ -75,7 +79,7 @@ class RecvQueue {
     }
     // Grows capacity keeping contents (ibv_modify_srq max_wr).
     void grow(uint32_t depth) {
-        RecvQueue n;
+        RecvQueue n(wqes_.get_allocator().resource());
         n.init(depth, max_sge_);
         while (!empty()) {
             const uint32_t slot = (n.head_ + n.count_) % n.depth();
@@ -89,8 +93,8 @@ class RecvQueue {
     }
 
   private:
-    std::vector<RecvWqe> wqes_;
-    std::vector<Sge> sges_;
+    std::pmr::vector<RecvWqe> wqes_;
+    std::pmr::vector<Sge> sges_;
     uint32_t max_sge_ = 1;
     uint32_t head_ = 0, count_ = 0;
 };

@@ -27,7 +27,6 @@ EXPECTED_SKIPS=(
     "Tag matching is not supported"                             # mlx5 only (not in rxe)
     "Create QP type 8 is not supported"                         # raw packet QPs: Ethernet frames
     "Create Raw Packet QP (with|without) (extended )?attrs is not supported"
-    "Parent Domain is not supported on this device"             # not in rxe
     "Allocating dmabuf is not supported by .*"                  # needs a GPU render node
     "cuda-python 12\.0\+ must be installed to run CUDA tests"   # needs CUDA
     "There are no huge pages of size 2M allocated"              # the machine has none
