@@ -50,8 +50,19 @@ std::shared_ptr<Listener> find_listener(uint16_t port) {
 
 std::shared_ptr<Listener> Listener::open() {
     auto l = std::make_shared<Listener>();
-    UniqueFd fd = bind_wildcard(SOCK_STREAM, l->port_);
-    if (!fd || ::listen(fd.get(), 1024) != 0) return nullptr;
+    // SO_REUSEADDR lets two processes bind the same port while neither listens yet; the
+    // second listen() then fails with EADDRINUSE: take another port (seen as a rare
+    // "Unable to create QP" when two perftest processes started together).
+    UniqueFd fd;
+    for (int tries = 0; tries < 8 && !fd; ++tries) {
+        fd = bind_wildcard(SOCK_STREAM, l->port_);
+        if (!fd) return nullptr;
+        if (::listen(fd.get(), 1024) != 0) {
+            if (errno != EADDRINUSE) return nullptr;
+            fd.reset();
+        }
+    }
+    if (!fd) return nullptr;
     l->fd_ = std::move(fd);
     if (!ProgressEngine::get().watch(l->fd_.get(), l, EPOLLIN)) return nullptr;
     return l;

@@ -142,10 +142,8 @@ int Cq::arm(bool solicited_only) {
 }
 
 int Cq::resize(int new_cqe) {
-    std::lock_guard lk(mu_);
-    if (new_cqe < 1 || size_t(new_cqe) < count_)
-        return refuse(EINVAL, "ibv_resize_cq", "cqe %d: fewer than the %zu completions it holds",
-                      new_cqe, count_);
+    // The new ring is allocated before the lock is taken and the old one freed after it is
+    // dropped: a parent domain's allocator is application code, never run under our locks.
     std::pmr::vector<ibv_wc> r(resource_of(mem_));
     std::pmr::vector<uint64_t> t(resource_of(mem_));
     try {
@@ -154,6 +152,10 @@ int Cq::resize(int new_cqe) {
     } catch (const std::bad_alloc &) {
         return refuse(ENOMEM, "ibv_resize_cq", "the CQ's allocator gave no memory");
     }
+    std::lock_guard lk(mu_);
+    if (new_cqe < 1 || size_t(new_cqe) < count_)
+        return refuse(EINVAL, "ibv_resize_cq", "cqe %d: fewer than the %zu completions it holds",
+                      new_cqe, count_);
     for (size_t i = 0; i < count_; ++i) {
         r[i] = ring_[(head_ + i) % ring_.size()];
         t[i] = ts_[(head_ + i) % ring_.size()];

@@ -37,15 +37,19 @@ void *DomainMemory::do_allocate(size_t bytes, size_t align) {
 }
 
 void DomainMemory::do_deallocate(void *p, size_t bytes, size_t align) {
+    bool custom = false;
     {
         std::lock_guard lk(mu_);
         auto it = std::find(custom_.begin(), custom_.end(), p);
         if (it != custom_.end()) {
             custom_.erase(it);
-            const Pd &pd = *static_cast<Pd *>(parent_);
-            pd.free(parent_, pd.pd_context, p, type_);
-            return;
+            custom = true;
         }
+    }
+    if (custom) {  // the application's free runs with no lock of ours held
+        const Pd &pd = *static_cast<Pd *>(parent_);
+        pd.free(parent_, pd.pd_context, p, type_);
+        return;
     }
     std::pmr::get_default_resource()->deallocate(p, bytes, std::max<size_t>(align, 64));
 }

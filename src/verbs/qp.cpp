@@ -393,7 +393,7 @@ int Qp::modify(ibv_qp_attr *a, int mask) {
             connecting_ = false;
             sq_head_ = sq_count_ = sq_tx_ = 0;
             tx_off_ = 0;
-            if (!srq_) rq_.init(rq_.depth(), max_recv_sge_);
+            if (!srq_) rq_.clear();
             next_seq_ = send_msn_ = read_msn_ = atomic_msn_ = 1;
             acked_seq_ = executed_seq_ = acked_sent_ = 0;
             rd_outstanding_ = resp_head_ = resp_count_ = 0;

@@ -1,6 +1,7 @@
 #include "verbs/srq.h"
 
 #include <cerrno>
+#include <new>
 
 #include "common/log.h"
 #include "verbs/context.h"
@@ -58,29 +59,46 @@ bool Srq::take(RecvWqe &out, std::vector<Sge> &sges) {
 }
 
 int Srq::modify(const ibv_srq_attr &attr, int mask) {
-    std::lock_guard lk(mu_);
     if (mask & ~(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT))
         return refuse(EINVAL, "ibv_modify_srq",
                       "attr_mask 0x%x: only IBV_SRQ_MAX_WR and "
                       "IBV_SRQ_LIMIT",
                       unsigned(mask));
+    // A larger ring is allocated before the lock is taken and the old one freed after it is
+    // dropped: a parent domain's allocator is application code, never run under our locks.
+    uint32_t cur;
+    {
+        std::lock_guard lk(mu_);
+        cur = max_wr_;
+    }
+    RecvQueue bigger(rq_.resource());
+    if ((mask & IBV_SRQ_MAX_WR) && attr.max_wr > cur && attr.max_wr <= uint32_t(kMaxSrqWr)) {
+        try {
+            bigger.init(attr.max_wr, max_sge_);
+        } catch (const std::bad_alloc &) {
+            return refuse(ENOMEM, "ibv_modify_srq", "no memory for %u receives", attr.max_wr);
+        }
+    }
+    std::lock_guard lk(mu_);
     if (mask & IBV_SRQ_MAX_WR) {
         if (attr.max_wr == 0 || attr.max_wr > uint32_t(kMaxSrqWr) || attr.max_wr < rq_.count())
             return refuse(EINVAL, "ibv_modify_srq",
                           "max_wr %u: 1 to %d and at least the %zu "
                           "receives posted",
                           attr.max_wr, kMaxSrqWr, size_t(rq_.count()));
-        if (attr.max_wr > max_wr_) {
-            rq_.grow(attr.max_wr);
-            max_wr_ = attr.max_wr;
-        }
     }
-    if (mask & IBV_SRQ_LIMIT) {
-        if (attr.srq_limit > max_wr_)
-            return refuse(EINVAL, "ibv_modify_srq", "srq_limit %u exceeds max_wr %u",
-                          attr.srq_limit, max_wr_);
-        limit_ = attr.srq_limit;
+    const uint32_t new_max =
+        (mask & IBV_SRQ_MAX_WR) && attr.max_wr > max_wr_ ? attr.max_wr : max_wr_;
+    if ((mask & IBV_SRQ_LIMIT) && attr.srq_limit > new_max)
+        return refuse(EINVAL, "ibv_modify_srq", "srq_limit %u exceeds max_wr %u", attr.srq_limit,
+                      new_max);
+    // max_wr only grows, so a ring sized before the lock is still the one needed.
+    if ((mask & IBV_SRQ_MAX_WR) && attr.max_wr > max_wr_ && bigger.depth() == attr.max_wr) {
+        bigger.take_all(rq_);
+        std::swap(rq_, bigger);
+        max_wr_ = attr.max_wr;
     }
+    if (mask & IBV_SRQ_LIMIT) limit_ = attr.srq_limit;
     return 0;
 }
 

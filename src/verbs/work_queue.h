@@ -33,6 +33,9 @@ class RecvQueue {
         max_sge_ = max_sge;
         head_ = count_ = 0;
     }
+    // Empties the queue, keeping its memory (no allocation: RESET runs under the QP lock and
+    // must not call a parent domain's allocator from there).
+    void clear() { head_ = count_ = 0; }
     uint32_t depth() const { return uint32_t(wqes_.size()); }
     uint32_t count() const { return count_; }
     bool full() const { return count_ == wqes_.size(); }
@@ -77,20 +80,19 @@ class RecvQueue {
         head_ = (head_ + 1) % depth();
         --count_;
     }
-    // Grows capacity keeping contents (ibv_modify_srq max_wr).
-    void grow(uint32_t depth) {
-        RecvQueue n(wqes_.get_allocator().resource());
-        n.init(depth, max_sge_);
-        while (!empty()) {
-            const uint32_t slot = (n.head_ + n.count_) % n.depth();
-            n.wqes_[slot] = front();
+    // Moves every entry of `from` (oldest first) into this larger, empty queue: ibv_modify_srq
+    // growing max_wr. The caller allocates this queue before taking its lock.
+    void take_all(RecvQueue &from) {
+        while (!from.empty()) {
+            const uint32_t slot = (head_ + count_) % depth();
+            wqes_[slot] = from.front();
             for (uint32_t i = 0; i < max_sge_; ++i)
-                n.sges_[size_t(slot) * max_sge_ + i] = front_sges()[i];
-            ++n.count_;
-            pop();
+                sges_[size_t(slot) * max_sge_ + i] = from.front_sges()[i];
+            ++count_;
+            from.pop();
         }
-        *this = std::move(n);
     }
+    std::pmr::memory_resource *resource() const { return wqes_.get_allocator().resource(); }
 
   private:
     std::pmr::vector<RecvWqe> wqes_;

@@ -383,3 +383,59 @@ TEST_F(Objects, RtValuesAndCompletionTimestampsShareAClock) {
     EXPECT_EQ(ibv_destroy_qp(qp), 0);
     EXPECT_EQ(ibv_destroy_cq(ibv_cq_ex_to_cq(cq)), 0);
 }
+
+// A parent domain's allocator is application code: it runs with no lock of ours held, so it
+// may use the very object it allocates for (here: poll the CQ being resized, query the SRQ
+// being grown). With a lock held across it, this test deadlocks.
+namespace {
+ibv_cq *g_resizing_cq = nullptr;
+ibv_srq *g_growing_srq = nullptr;
+int g_reentered = 0;
+void *reentrant_alloc(ibv_pd *, void *, size_t size, size_t align, uint64_t) {
+    ibv_wc wc;
+    if (g_resizing_cq && ibv_poll_cq(g_resizing_cq, 1, &wc) == 0) ++g_reentered;
+    ibv_srq_attr a;
+    if (g_growing_srq && ibv_query_srq(g_growing_srq, &a) == 0) ++g_reentered;
+    void *p = nullptr;
+    return posix_memalign(&p, align, size) == 0 ? p : nullptr;
+}
+void plain_free(ibv_pd *, void *, void *p, uint64_t) {
+    std::free(p);
+}
+}  // namespace
+
+TEST_F(Objects, ParentDomainAllocatorsRunWithoutOurLocks) {
+    ibv_parent_domain_init_attr pa{};
+    pa.pd = pd_;
+    pa.comp_mask = IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS;
+    pa.alloc = reentrant_alloc;
+    pa.free = plain_free;
+    ibv_pd *domain = ibv_alloc_parent_domain(ctx_, &pa);
+    ASSERT_NE(domain, nullptr);
+    ibv_cq_init_attr_ex ca{};
+    ca.cqe = 8;
+    ca.comp_mask = IBV_CQ_INIT_ATTR_MASK_PD;
+    ca.parent_domain = domain;
+    ibv_cq_ex *cq = ibv_create_cq_ex(ctx_, &ca);
+    ASSERT_NE(cq, nullptr);
+    g_resizing_cq = ibv_cq_ex_to_cq(cq);
+    EXPECT_EQ(ibv_resize_cq(g_resizing_cq, 64), 0);
+    g_resizing_cq = nullptr;
+    ibv_srq_init_attr sa{};
+    sa.attr.max_wr = 4;
+    sa.attr.max_sge = 1;
+    ibv_srq *srq = ibv_create_srq(domain, &sa);
+    ASSERT_NE(srq, nullptr);
+    g_growing_srq = srq;
+    ibv_srq_attr grow{};
+    grow.max_wr = 64;
+    EXPECT_EQ(ibv_modify_srq(srq, &grow, IBV_SRQ_MAX_WR), 0);
+    g_growing_srq = nullptr;
+    EXPECT_EQ(g_reentered, 4);  // two rings each for the CQ and the SRQ
+    ibv_srq_attr now{};
+    EXPECT_EQ(ibv_query_srq(srq, &now), 0);
+    EXPECT_EQ(now.max_wr, 64u);
+    EXPECT_EQ(ibv_destroy_srq(srq), 0);
+    EXPECT_EQ(ibv_destroy_cq(ibv_cq_ex_to_cq(cq)), 0);
+    EXPECT_EQ(ibv_dealloc_pd(domain), 0);
+}
