@@ -13,6 +13,8 @@
 #include "cm/cm_id.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "transport/handshake_gate.h"
+#include "transport/mpa_handshake.h"
 #include "transport/progress_engine.h"
 #include "verbs/context.h"
 #include "verbs/qp.h"
@@ -147,44 +149,77 @@ std::vector<uint8_t> mpa_frame(bool reply, bool reject, const wire::MpaFrame *re
 
 // ---------------------------------------------------------------------------- listen
 
+// Accepts every connection at once, so the kernel's queue never fills with peers that will
+// never send a request; the gate bounds and times out those that have not delivered one
+// yet. The application's backlog counts only CONNECT_REQUESTs it has not answered: a complete
+// request beyond it waits (up to the CM timeout) for room.
 class Listener : public transport::Pollable, public std::enable_shared_from_this<Listener> {
   public:
     explicit Listener(std::weak_ptr<CmId> id) : id_(std::move(id)) {}
     void on_io(uint32_t) override;
+    void on_timer() override;
     void rearm(int fd) {
         transport::ProgressEngine::get().rearm(fd, shared_from_this(), EPOLLIN | EPOLLONESHOT);
     }
 
   private:
-    void on_request(const std::shared_ptr<CmId> &lid, UniqueFd fd);
+    void on_request(const std::shared_ptr<CmId> &lid, UniqueFd fd, const sockaddr_storage &peer,
+                    socklen_t peer_len);
     std::weak_ptr<CmId> id_;
+    transport::HandshakeGate gate_;
 };
+
+// Out of file descriptors with no half-open connection to close: try accepting again later.
+constexpr uint64_t kAcceptRetryNs = 100'000'000ull;
+constexpr int kKernelBacklog = 1024;
 
 void Listener::on_io(uint32_t) {
     auto lid = id_.lock();
     if (!lid) return;
     for (;;) {
         UniqueFd c;
+        sockaddr_storage peer{};
+        socklen_t plen = sizeof peer;
         {
             // The (non-blocking) accept happens under the lock: rdma_destroy_id closes the
             // socket under it, so that the port is free when it returns.
             std::lock_guard lk(lid->mu);
             if (lid->state != State::kListen || !lid->sock) return;
-            // Backlog: beyond it, requests wait in the kernel's queue until the
-            // application answers earlier ones (rearmed from accept/reject/destroy).
-            if (lid->pending_requests >= lid->backlog) return;
-            c.reset(::accept4(lid->sock.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+            c.reset(::accept4(lid->sock.get(), reinterpret_cast<sockaddr *>(&peer), &plen,
+                              SOCK_NONBLOCK | SOCK_CLOEXEC));
             if (!c) {
-                rearm(lid->sock.get());
-                return;
+                const bool no_fds =
+                    errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM;
+                if (!no_fds) {
+                    rearm(lid->sock.get());
+                    return;
+                }
             }
         }
+        if (!c) {
+            if (gate_.shed_oldest()) continue;
+            SR_DEBUG("CM listener: out of file descriptors, accepting again in 100 ms");
+            transport::ProgressEngine::get().schedule(shared_from_this(),
+                                                      now_ns() + kAcceptRetryNs);
+            return;
+        }
         transport::tune_stream_socket(c.get());
-        on_request(lid, std::move(c));
+        on_request(lid, std::move(c), peer, plen);
     }
 }
 
-void Listener::on_request(const std::shared_ptr<CmId> &lid, UniqueFd fd) {
+void Listener::on_timer() {
+    auto lid = id_.lock();
+    if (!lid) return;
+    {
+        std::lock_guard lk(lid->mu);
+        if (lid->state != State::kListen || !lid->sock) return;
+    }
+    on_io(EPOLLIN);
+}
+
+void Listener::on_request(const std::shared_ptr<CmId> &lid, UniqueFd fd,
+                          const sockaddr_storage &peer, socklen_t pl) {
     std::shared_ptr<CmId> child;
     {
         // Until the request arrives, events for the child go to the listener's channel (so
@@ -192,34 +227,39 @@ void Listener::on_request(const std::shared_ptr<CmId> &lid, UniqueFd fd) {
         std::lock_guard lk(lid->mu);
         child = std::make_unique<CmId>(lid->chan, lid->context, lid->ps, lid->qp_type);
         child->passive = true;
-        child->parent = lid;
         child->tos = lid->tos;
-        ++lid->pending_requests;
     }
-    sockaddr_storage local{}, peer{};
-    socklen_t ll = sizeof local, pl = sizeof peer;
+    sockaddr_storage local{};
+    socklen_t ll = sizeof local;
     getsockname(fd.get(), reinterpret_cast<sockaddr *>(&local), &ll);
-    getpeername(fd.get(), reinterpret_cast<sockaddr *>(&peer), &pl);
     std::weak_ptr<CmId> wchild = child, wlid = lid;
+    const uint64_t accepted_at = now_ns();
     // The closure owns the child until the request arrives (the handshake owns the closure
     // and drops it when it finishes).
-    auto decide = [child, wlid, local, peer, ll, pl](const wire::MpaFrame &req,
-                                                     transport::MpaHandshake &hs) {
+    auto decide = [child, wlid, local, peer, ll, pl, accepted_at](const wire::MpaFrame &req,
+                                                                  transport::MpaHandshake &hs) {
         transport::MpaHandshake::Decision d;
         const auto &c = child;
         auto l = wlid.lock();
         if (!l) return d;  // close
+        // A complete request: from now on the CM's timeout applies, not the request's.
+        hs.extend(accepted_at + cm_timeout_ns());
         std::lock_guard lk(l->mu);
         if (l->state != State::kListen) return d;
+        if (l->pending_requests >= l->backlog) {
+            // The application has `backlog` requests it has not answered: this one waits.
+            d.kind = transport::MpaHandshake::Decision::Kind::kDefer;
+            return d;
+        }
         const FaultPlan &faults = fault_plan();
         if (faults.reject > 0 && l->dice.roll(faults.reject)) {
             // SOFTRDMA_FAULTS: rejected as if by the application, which never sees it.
-            if (l->pending_requests > 0) --l->pending_requests;
-            if (l->listener && l->sock) l->listener->rearm(l->sock.get());
             d.kind = transport::MpaHandshake::Decision::Kind::kReply;
             d.reply = mpa_frame(true, true, &req, 0, 0, nullptr, 0);
             return d;
         }
+        ++l->pending_requests;
+        c->parent = l;
         register_child(c);
         std::lock_guard ck(c->mu);
         std::memcpy(&c->route.addr.src_storage, &local, ll);
@@ -263,7 +303,9 @@ void Listener::on_request(const std::shared_ptr<CmId> &lid, UniqueFd fd) {
         c->established = true;
         c->post_event(RDMA_CM_EVENT_ESTABLISHED, 0);
     };
-    transport::MpaHandshake::start_passive(std::move(fd), decide, now_ns() + cm_timeout_ns(), done);
+    gate_.admit(peer, transport::MpaHandshake::start_passive(
+                          std::move(fd), decide,
+                          accepted_at + transport::handshake_limits().request_timeout_ns, done));
 }
 
 void release_listener(CmId &id) {
@@ -313,7 +355,9 @@ int listen(rdma_cm_id *raw, int backlog) {
         id.set_state(State::kListen);
         return 0;
     }
-    if (::listen(id.sock.get(), id.backlog) != 0) return -1;
+    // The kernel's queue only bridges SYN and our accept (which takes every connection at
+    // once); the application's backlog is applied to complete requests.
+    if (::listen(id.sock.get(), kKernelBacklog) != 0) return -1;
     id.listener = std::make_shared<Listener>(id.weak_from_this());
     if (!transport::ProgressEngine::get().watch(id.sock.get(), id.listener, EPOLLIN | EPOLLONESHOT))
         return -1;

@@ -47,7 +47,8 @@ MpaHandshake::MpaHandshake(UniqueFd fd, bool active, uint64_t deadline)
     : fd_(std::move(fd)),
       active_(active),
       deadline_(deadline),
-      state_(active ? State::kConnecting : State::kReceiving) {}
+      state_(active ? State::kConnecting : State::kReceiving),
+      awaiting_request_(!active) {}
 
 std::shared_ptr<MpaHandshake> MpaHandshake::start_active(UniqueFd fd, std::vector<uint8_t> request,
                                                          uint64_t deadline_ns, Done done) {
@@ -112,12 +113,39 @@ void MpaHandshake::cancel() {
     if (state_ != State::kFinished) finish(lk, ECANCELED);
 }
 
+void MpaHandshake::shed() {
+    std::unique_lock lk(mu_);
+    if (!active_ && state_ == State::kReceiving) finish(lk, ECONNABORTED);
+}
+
+namespace {
+
+const char *state_words(bool active, int state) {
+    static const char *const kWords[] = {"connecting",
+                                         "sending its request",
+                                         "waiting for the peer's frame",
+                                         "waiting for room or a decision",
+                                         "waiting for the application's answer",
+                                         "sending its reply",
+                                         "finished"};
+    if (!active && state == 2) return "waiting for the peer's request";
+    return state >= 0 && state < 7 ? kWords[state] : "?";
+}
+
+}  // namespace
+
 void MpaHandshake::finish(std::unique_lock<std::mutex> &lk, int err) {
     if (state_ == State::kFinished) return;
-    if (err)
-        SR_DEBUG("mpa %s handshake on fd %d failed in state %d: %d", active_ ? "active" : "passive",
-                 fd_.get(), int(state_), err);
+    if (err && err != ECANCELED)
+        SR_DEBUG("mpa %s handshake on fd %d ended while %s: %s", active_ ? "active" : "passive",
+                 fd_.get(), state_words(active_, int(state_)),
+                 err == ETIMEDOUT      ? "timed out"
+                 : err == EPROTO       ? "malformed frame"
+                 : err == ECONNABORTED ? "closed to make room for newer connections"
+                 : err == ECONNREFUSED ? "peer closed, reset or rejected"
+                                       : std::strerror(err));
     state_ = State::kFinished;
+    awaiting_request_.store(false, std::memory_order_release);
     if (fd_) ProgressEngine::get().unwatch(fd_.get());
     Result r;
     r.err = err;
@@ -217,6 +245,7 @@ void MpaHandshake::step(std::unique_lock<std::mutex> &lk) {
                 if (!read_frame(err, complete)) return finish(lk, err ? err : EPROTO);
                 if (!complete) return;
                 got_frame_ = true;
+                awaiting_request_.store(false, std::memory_order_release);
                 if (active_) {
                     if (peer_.flags & wire::kMpaFlagReject) return finish(lk, ECONNREFUSED);
                     return finish(lk, 0);

@@ -3,6 +3,7 @@
 // reply; the passive side waits for the request and asks its owner what to answer.
 #pragma once
 #include <sys/socket.h>
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -48,8 +49,14 @@ class MpaHandshake : public Pollable, public std::enable_shared_from_this<MpaHan
     PathHealth path_health(uint64_t recent_ns);
     // Answers a held passive exchange. False if it is no longer waiting (peer gone, timeout).
     bool respond(std::vector<uint8_t> reply, bool accepted);
-    // Keeps a held exchange open until `deadline_ns` (a reply deliberately held back).
+    // Keeps an exchange open until `deadline_ns`: a passive one whose request arrived (the
+    // request timeout no longer applies), a reply deliberately held back.
     void extend(uint64_t deadline_ns);
+    // Passive: the complete request has not arrived yet (and the exchange goes on).
+    bool awaiting_request() const { return awaiting_request_.load(std::memory_order_acquire); }
+    // Closes a passive exchange that still waits for its request (a listener making room);
+    // `done` sees ECONNABORTED. Does nothing once the request is in.
+    void shed();
 
     void on_io(uint32_t events) override;
     void on_timer() override;
@@ -83,6 +90,7 @@ class MpaHandshake : public Pollable, public std::enable_shared_from_this<MpaHan
     bool reply_accepted_ = false;
     bool got_frame_ = false;
     bool decide_running_ = false;
+    std::atomic<bool> awaiting_request_;
     std::condition_variable decided_;  // respond() waits for a running decide() to return
     Decide decide_;
     Done done_;

@@ -4,6 +4,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
@@ -11,6 +12,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "transport/handshake_gate.h"
 #include "transport/wildcard_socket.h"
 
 namespace softrdma::transport {
@@ -18,6 +20,8 @@ namespace softrdma::transport {
 namespace {
 
 constexpr uint64_t kHandshakeTimeoutNs = 5'000'000'000ull;
+// Out of file descriptors with no half-open connection to close: try accepting again later.
+constexpr uint64_t kAcceptRetryNs = 100'000'000ull;
 
 class Listener : public Pollable, public std::enable_shared_from_this<Listener> {
   public:
@@ -28,6 +32,7 @@ class Listener : public Pollable, public std::enable_shared_from_this<Listener> 
     void release_slot(uint32_t slot);
     std::shared_ptr<QpAcceptor> find(uint32_t slot);
     void on_io(uint32_t events) override;
+    void on_timer() override;
 
   private:
     UniqueFd fd_;
@@ -36,6 +41,7 @@ class Listener : public Pollable, public std::enable_shared_from_this<Listener> 
     std::array<std::weak_ptr<QpAcceptor>, kSlotsPerListener> slots_;
     std::array<bool, kSlotsPerListener> used_{};
     uint32_t next_ = 0;
+    HandshakeGate gate_;
 };
 
 std::mutex g_mu;
@@ -96,8 +102,23 @@ std::shared_ptr<QpAcceptor> Listener::find(uint32_t slot) {
 
 void Listener::on_io(uint32_t) {
     for (;;) {
-        UniqueFd c(::accept4(fd_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
-        if (!c) return;
+        sockaddr_storage peer{};
+        socklen_t plen = sizeof peer;
+        UniqueFd c(::accept4(fd_.get(), reinterpret_cast<sockaddr *>(&peer), &plen,
+                             SOCK_NONBLOCK | SOCK_CLOEXEC));
+        if (!c) {
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                if (gate_.shed_oldest()) continue;
+                // Nothing of ours to close: stop listening for a moment instead of spinning.
+                SR_DEBUG(
+                    "QP listener on port %u: out of file descriptors, accepting again "
+                    "in 100 ms",
+                    port_);
+                ProgressEngine::get().rearm(fd_.get(), shared_from_this(), 0);
+                ProgressEngine::get().schedule(shared_from_this(), now_ns() + kAcceptRetryNs);
+            }
+            return;
+        }
         tune_stream_socket(c.get());
         std::weak_ptr<Listener> self = shared_from_this();
         auto target = std::make_shared<std::weak_ptr<QpAcceptor>>();
@@ -123,8 +144,15 @@ void Listener::on_io(uint32_t) {
             if (r.err) return;
             if (auto qp = target->lock()) qp->on_passive_connected(std::move(r));
         };
-        MpaHandshake::start_passive(std::move(c), decide, now_ns() + kHandshakeTimeoutNs, done);
+        const uint64_t limit = std::min(kHandshakeTimeoutNs, handshake_limits().request_timeout_ns);
+        gate_.admit(peer,
+                    MpaHandshake::start_passive(std::move(c), decide, now_ns() + limit, done));
     }
+}
+
+void Listener::on_timer() {
+    ProgressEngine::get().rearm(fd_.get(), shared_from_this(), EPOLLIN);
+    on_io(EPOLLIN);
 }
 
 }  // namespace

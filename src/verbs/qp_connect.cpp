@@ -64,6 +64,8 @@ void Qp::start_connect(Lock &lk) {
     sockaddr_storage ss;
     socklen_t len;
     if (!gid_to_sockaddr(remote_gid_, transport::qpn_port(remote_qpn_), ss, len)) return;
+    SR_DEBUG("qp %u: dials qpn %u (the smaller GID and QPN dials) at port %u", qp_base.qp_num,
+             remote_qpn_, unsigned(transport::qpn_port(remote_qpn_)));
     UniqueFd fd = transport::tcp_connect_nonblocking(reinterpret_cast<sockaddr *>(&ss), len);
     if (!fd) {
         next_dial_ns_ = now_ns() + kDialBackoffMaxNs;
