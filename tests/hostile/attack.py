@@ -16,10 +16,13 @@ Modes:
   flood     N connections opened at once (non-blocking), held open, sending nothing.
   slowloris N connections that trickle a valid MPA request, one byte per second each, for S
             seconds; reports when the server closed each one.
+  udp       UDP junk at PORT while the legitimate command runs, up to N datagrams a second:
+            random bytes, and UD headers naming QPN --qpn Q with a wrong Q_Key or a forged
+            flow-control grant.
 After the attack (held connections still open) the legitimate command runs; its exit status,
 elapsed time and output are reported. Then the held connections are closed.
 Prints key=value lines; exits 0 whatever the outcome (the caller judges)."""
-import os, random, selectors, socket, subprocess, sys, time
+import os, random, selectors, socket, subprocess, sys, threading, time
 
 MPA_REQ_KEY = b"MPA ID Req Frame"
 
@@ -145,6 +148,39 @@ def slowloris(host, port, n, seconds):
     return [s for i, s in enumerate(socks) if i not in closed_at]
 
 
+class UdpJunk(threading.Thread):
+    def __init__(self, host, port, rate, qpn, rng):
+        super().__init__(daemon=True)
+        self.addr, self.rate, self.qpn, self.rng = (host, port), rate, qpn, rng
+        self.stop, self.sent = False, 0
+        self.sock = socket.socket(family(host), socket.SOCK_DGRAM)
+
+    def datagram(self, i):
+        rng = self.rng
+        if i % 3 == 0 or self.qpn is None:
+            return rng.randbytes(rng.randint(1, 1400))
+        # magic, version, flags, reserved, destination QPN, source QPN, Q_Key, immediate
+        flags = 0x04 if i % 3 == 1 else 0x00  # a forged grant, or a SEND with a wrong Q_Key
+        hdr = bytes([0x55, 0x01, flags, 0]) + self.qpn.to_bytes(4, "big") + \
+            rng.randint(0, 0xFFFFFF).to_bytes(4, "big") + rng.randbytes(8)
+        return hdr + (b"" if flags else rng.randbytes(rng.randint(0, 1000)))
+
+    def run(self):
+        start, i = time.monotonic(), 0
+        while not self.stop:
+            # bounded rate: at most `rate` datagrams a second, in bursts of 100
+            for _ in range(100):
+                try:
+                    self.sock.sendto(self.datagram(i), self.addr)
+                    self.sent += 1
+                except OSError:
+                    pass
+                i += 1
+            ahead = i / self.rate - (time.monotonic() - start)
+            if ahead > 0:
+                time.sleep(ahead)
+
+
 def main():
     args = sys.argv[1:]
     legit = []
@@ -152,17 +188,20 @@ def main():
         i = args.index("--")
         args, legit = args[:i], args[i + 1:]
     host, port, mode = args[0], int(args[1]), args[2]
-    n, seconds = 100, 20.0
+    n, seconds, qpn = 100, 20.0, None
     rest = args[3:]
     while rest:
         if rest[0] == "--count":
             n = int(rest[1])
         elif rest[0] == "--seconds":
             seconds = float(rest[1])
+        elif rest[0] == "--qpn":
+            qpn = int(rest[1], 0)
         else:
             sys.exit(f"unknown option {rest[0]}")
         rest = rest[2:]
     rng = random.Random(int(os.environ.get("SR_ATTACK_SEED", "1")))
+    flood_thread = None
     t0 = time.monotonic()
     socks = []
     if mode == "junk":
@@ -173,6 +212,10 @@ def main():
         socks = flood(host, port, n)
     elif mode == "slowloris":
         socks = slowloris(host, port, n, seconds)
+    elif mode == "udp":
+        flood_thread = UdpJunk(host, port, n, qpn, rng)
+        flood_thread.start()
+        time.sleep(0.5)
     else:
         sys.exit(f"unknown mode {mode}")
     print(f"attack_seconds={time.monotonic() - t0:.2f}")
@@ -185,6 +228,10 @@ def main():
             rc, out = 124, (e.stdout or b"").decode(errors="replace")
         print(f"legit_rc={rc} legit_seconds={time.monotonic() - t1:.3f}")
         sys.stdout.write("".join("legit| " + l + "\n" for l in out.splitlines()[-30:]))
+    if flood_thread:
+        flood_thread.stop = True
+        flood_thread.join()
+        print(f"udp_datagrams={flood_thread.sent}")
     still = sum(1 for s in socks if not closed_by_peer(s))
     print(f"held_open_at_end={still}")
     for s in socks:

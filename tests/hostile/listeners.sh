@@ -18,6 +18,8 @@ require_pkg_prog cmtime rdmacm-utils
 require_pkg_prog ucmatose rdmacm-utils
 require_pkg_prog rdma_server rdmacm-utils
 require_pkg_prog ibv_rc_pingpong ibverbs-utils
+require_pkg_prog ibv_ud_pingpong ibverbs-utils
+require_pkg_prog udaddy rdmacm-utils
 [[ -x /usr/bin/python3 ]] || die "no /usr/bin/python3"
 ATTACK=$(dirname "${BASH_SOURCE[0]}")/attack.py
 LEGIT_LIMIT=${LEGIT_LIMIT:-1.0}
@@ -47,6 +49,7 @@ attack() {
     ATTACK_OUT=$CONF_WORK/$name.attack
     local extra=()
     [[ $mode == slowloris ]] && extra=(--seconds $((MPA_TIMEOUT_S + 4)))
+    if [[ ${1-} == --qpn ]]; then extra+=(--qpn "$2"); shift 3; fi  # --qpn Q -- <legit cmd>
     /usr/bin/python3 "$ATTACK" "$ADDR" "$port" "$mode" --count "$count" "${extra[@]}" -- \
         timeout 20 "$@" >"$ATTACK_OUT" 2>&1
     rc=$(value "$ATTACK_OUT" legit_rc)
@@ -204,4 +207,48 @@ for a in "junk 300" "half 300" "silent 300" "flood 1000"; do
     dump_file "$name server" "$BG_OUT"
     stop_bg "$spid"
 done
+
+# 4. UDP: junk datagrams (random bytes, UD headers with a wrong Q_Key, forged flow-control
+# grants) at up to 50,000 a second into a UD QP's port while ibv_ud_pingpong's 2,000 checked
+# round trips run (one lost datagram would hang it), and into the SIDR port of udaddy's
+# RDMA_PS_UDP listener (7174: udaddy has no port option) while udaddy resolves and exchanges.
+name=ud_qp.udp
+p=$(free_port)
+if start_bg "$name" "$p" ibv_ud_pingpong -d sr_lo -g 0 -c -n 2000 -p "$p"; then
+    spid=$BG_PID
+    qpn=""
+    for ((i = 0; i < 50; i++)); do
+        qpn=$(sed -n 's/.*local address: .*QPN \(0x[0-9a-f]*\).*/\1/p' "$BG_OUT" | head -1)
+        [[ -n $qpn ]] && break
+        sleep 0.1
+    done
+    if [[ -n $qpn ]] && attack "$name" $((qpn >> 8)) udp 50000 --qpn "$qpn" -- \
+        ibv_ud_pingpong -d sr_lo -g 0 -c -n 2000 -p "$p" $ADDR && wait_exit "$spid" 10 && wait "$spid"; then
+        forget_pid "$spid"
+        pass "$name: $(value "$ATTACK_OUT" udp_datagrams) junk datagrams at UD QP port $((qpn >> 8)); 2000 checked round trips in $(value "$ATTACK_OUT" legit_seconds) s"
+    else
+        fail "$name: the UD ping-pong did not survive the junk"
+        dump_file "$name server" "$BG_OUT"
+        stop_bg "$spid"
+    fi
+fi
+name=sidr.udp
+udp_listening() { awk 'FNR > 1 && substr($2, length($2) - 4) == ":1C06" { f = 1 } END { exit !f }' /proc/net/udp /proc/net/udp6; }
+if udp_listening; then
+    fail "$name: UDP port 7174 is taken before udaddy starts"
+else
+    BG_OUT=$CONF_WORK/$name.server.out
+    timeout -k 5 60 "${LINEBUF[@]}" udaddy -C 50 >"$BG_OUT" 2>&1 </dev/null &
+    spid=$!
+    CONF_PIDS+=("$spid")
+    for ((i = 0; i < 100; i++)); do udp_listening && break; sleep 0.1; done
+    if attack "$name" 7174 udp 50000 udaddy -s $ADDR -C 50 && wait_exit "$spid" 10 && wait "$spid"; then
+        forget_pid "$spid"
+        pass "$name: $(value "$ATTACK_OUT" udp_datagrams) junk datagrams at the SIDR port; udaddy resolved and exchanged 50 messages each way"
+    else
+        fail "$name: udaddy did not survive the junk"
+        dump_file "$name server" "$BG_OUT"
+        stop_bg "$spid"
+    fi
+fi
 conf_finish
