@@ -358,7 +358,9 @@ int run_client(const char *ip, int port, Op op, uint64_t total, int ack_timeout,
     p.retry_count = uint8_t(retry);
     p.rnr_retry_count = 7;
     if (rdma_connect(id, &p)) die("connect");
-    if (!(ev = next_event(ch, 10000)) || ev->event != RDMA_CM_EVENT_ESTABLISHED) {
+    // Up to the CM's own connect timeout (30 s): a READ server fills and sums its whole
+    // stream (2 GiB for the link-cut test, 7-12 s on a loaded runner) before it accepts.
+    if (!(ev = next_event(ch, 30000)) || ev->event != RDMA_CM_EVENT_ESTABLISHED) {
         say("CONNECT_FAILED %s\n", ev ? rdma_event_str(ev->event) : "timeout");
         return 1;
     }
