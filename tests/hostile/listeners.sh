@@ -93,6 +93,17 @@ back_to() {
     ((now[0] <= base_fds && now[1] <= base_thr && now[2] <= base_rss + RSS_SLACK_KB))
 }
 
+# server_qpn <output>: the QPN a pingpong server printed as its local address (bounded wait).
+server_qpn() {
+    local i q
+    for ((i = 0; i < 50; i++)); do
+        q=$(sed -n 's/.*local address: .*QPN \(0x[0-9a-f]*\).*/\1/p' "$1" | head -1)
+        [[ -n $q ]] && break
+        sleep 0.1
+    done
+    echo "$q"
+}
+
 ATTACKS=("junk 300" "huge 300" "half 300" "silent 300" "flood 1000" "slowloris 20")
 
 # 1. Persistent CM servers: rping -s -P and cmtime, every attack, resources checked.
@@ -182,12 +193,7 @@ for a in "junk 300" "half 300" "silent 300" "flood 1000"; do
     p=$(free_port)
     start_bg "$name" "$p" ibv_rc_pingpong -d sr_lo -g 0 -c -n 200 -p "$p" || continue
     spid=$BG_PID
-    qpn=""
-    for ((i = 0; i < 50; i++)); do
-        qpn=$(sed -n 's/.*local address: .*QPN \(0x[0-9a-f]*\).*/\1/p' "$BG_OUT" | head -1)
-        [[ -n $qpn ]] && break
-        sleep 0.1
-    done
+    qpn=$(server_qpn "$BG_OUT")
     if [[ -z $qpn ]]; then
         fail "$name: the server printed no QPN"; dump_file "$name server" "$BG_OUT"; stop_bg "$spid"; continue
     fi
@@ -216,12 +222,7 @@ name=ud_qp.udp
 p=$(free_port)
 if start_bg "$name" "$p" ibv_ud_pingpong -d sr_lo -g 0 -c -n 2000 -p "$p"; then
     spid=$BG_PID
-    qpn=""
-    for ((i = 0; i < 50; i++)); do
-        qpn=$(sed -n 's/.*local address: .*QPN \(0x[0-9a-f]*\).*/\1/p' "$BG_OUT" | head -1)
-        [[ -n $qpn ]] && break
-        sleep 0.1
-    done
+    qpn=$(server_qpn "$BG_OUT")
     if [[ -n $qpn ]] && attack "$name" $((qpn >> 8)) udp 50000 --qpn "$qpn" -- \
         ibv_ud_pingpong -d sr_lo -g 0 -c -n 2000 -p "$p" $ADDR && wait_exit "$spid" 10 && wait "$spid"; then
         forget_pid "$spid"
