@@ -77,6 +77,14 @@ void UdFlow::granted(const uint8_t gid[16], uint32_t qpn, uint32_t consumed, uin
     d->acked = consumed;
 }
 
+bool UdFlow::unreachable(const uint8_t gid[16], uint32_t qpn) {
+    Dest *d = find_dest(gid, qpn, true);
+    if (!d || d->unmetered) return false;
+    d->unmetered = true;
+    d->blocked_since = 0;
+    return true;
+}
+
 uint64_t UdFlow::retry_at(const uint8_t gid[16], uint32_t qpn) const {
     const Dest *d = find_dest(gid, qpn, true);
     return d && d->blocked_since ? d->blocked_since + kWatchdogNs : 0;

@@ -2,8 +2,11 @@
 // (PFC), done with credits. A receiver tells each sender how many of its datagrams it has taken
 // off its socket and how many more may be in flight (the window its socket buffer can hold);
 // a sender holds back work requests, in order, while a destination's window is full. A
-// destination that never answers (gone, or not softrdma) is released after a watchdog time,
-// as NICs release a PFC pause storm. Pure bookkeeping, no I/O: the QP does the sending.
+// destination the network reports gone is released at once; one that never answers (silent,
+// or not softrdma) after a watchdog time, as NICs release a PFC pause storm. The watchdog is
+// long enough that a receiver stopped for a moment (a debugger, SIGSTOP, a loaded machine)
+// loses nothing, as its NIC would have kept receiving. Pure bookkeeping, no I/O: the QP does the
+// sending.
 #pragma once
 #include <cstdint>
 
@@ -12,7 +15,7 @@ namespace softrdma::transport {
 class UdFlow {
   public:
     static constexpr uint32_t kInitialWindow = 8;  // before the first grant arrives
-    static constexpr uint64_t kWatchdogNs = 100'000'000;
+    static constexpr uint64_t kWatchdogNs = 1'000'000'000;
     static constexpr int kTableSize = 64;  // remembered peers per QP; the oldest is forgotten
 
     // ---- sender side; `dest` names the peer by its GID and QPN.
@@ -22,6 +25,9 @@ class UdFlow {
     // A grant from the peer `qpn` at `gid`: it consumed `consumed` datagrams from us in all
     // (mod 2^32) and takes `window` in flight.
     void granted(const uint8_t gid[16], uint32_t qpn, uint32_t consumed, uint32_t window);
+    // The network said the peer is gone (ICMP port unreachable): stop holding its datagrams
+    // back until it grants again. False if it was not metered anyway.
+    bool unreachable(const uint8_t gid[16], uint32_t qpn);
     // When a held-back datagram to the peer should be looked at again (watchdog), or 0.
     uint64_t retry_at(const uint8_t gid[16], uint32_t qpn) const;
 

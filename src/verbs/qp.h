@@ -251,6 +251,7 @@ class Qp : public ibv_qp_ex,
     void ud_progress(Lock &lk);
     void ud_deliver(const wire::UdHeader &h, std::span<const uint8_t> payload, const sockaddr *from,
                     const uint8_t *mgid);
+    void ud_take_errors(int fd);
     void ud_send_grant(const sockaddr *to, socklen_t len, uint32_t peer_qpn, uint32_t consumed);
     bool ud_recv_one(int fd, bool mcast);
 

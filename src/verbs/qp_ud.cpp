@@ -2,6 +2,7 @@
 // receive buffer starts with a 40-byte GRH, as on RoCE. Unreliable means unreliable: a wrong
 // Q_Key or no posted receive drops the datagram (and counts it).
 #include <arpa/inet.h>
+#include <linux/errqueue.h>
 #include <netinet/in.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -50,6 +51,10 @@ int Qp::ud_open() {
         ud_window_ = std::max(4u, uint32_t(rcvbuf) / 2 / 8192);
         int one = 1;  // the kernel reports datagrams it dropped for a full buffer
         setsockopt(fd.get(), SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof one);
+        // ICMP "port unreachable" tells a sender at once that a destination QP is gone, so
+        // flow control releases it without waiting for the watchdog (see ud_take_errors).
+        setsockopt(fd.get(), IPPROTO_IPV6, IPV6_RECVERR, &one, sizeof one);
+        setsockopt(fd.get(), IPPROTO_IP, IP_RECVERR, &one, sizeof one);
         qp_base.qp_num = uint32_t(port) << 8 | transport::kUdSlot;
         ud_fd_ = std::move(fd);
         ud_buf_.resize(wire::kUdHeaderLen + 65536);
@@ -244,7 +249,11 @@ bool Qp::ud_recv_one(int fd, bool mcast) {
     m.msg_control = ctl;
     m.msg_controllen = sizeof ctl;
     const ssize_t len = ::recvmsg(fd, &m, MSG_DONTWAIT);
-    if (len < 0) return false;
+    if (len < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK || mcast) return false;
+        ud_take_errors(fd);  // the error was an ICMP report: datagrams may still be queued
+        return true;
+    }
     const uint8_t *mgid = nullptr;
     for (cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
         if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_RXQ_OVFL) {
@@ -286,6 +295,45 @@ bool Qp::ud_recv_one(int fd, bool mcast) {
     }
     ud_deliver(h, dgram.subspan(wire::kUdHeaderLen), sa, mgid);
     return true;
+}
+
+// Reads the ICMP errors the kernel queued for our datagrams. A port unreachable means the
+// destination QP is gone (its socket closed): held-back sends to it go now, as hardware
+// completes sends to a vanished QP.
+void Qp::ud_take_errors(int fd) {
+    for (int n = 0; n < 64; ++n) {
+        sockaddr_storage dst{};
+        uint8_t probe[wire::kUdHeaderLen];
+        iovec iov{probe, sizeof probe};
+        msghdr m{};
+        m.msg_name = &dst;
+        m.msg_namelen = sizeof dst;
+        m.msg_iov = &iov;
+        m.msg_iovlen = 1;
+        alignas(cmsghdr) uint8_t ctl[256];
+        m.msg_control = ctl;
+        m.msg_controllen = sizeof ctl;
+        if (::recvmsg(fd, &m, MSG_ERRQUEUE | MSG_DONTWAIT) < 0) return;
+        for (cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+            const bool v6 = c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_RECVERR;
+            const bool v4 = c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_RECVERR;
+            if (!v6 && !v4) continue;
+            sock_extended_err ee;
+            std::memcpy(&ee, CMSG_DATA(c), sizeof ee);
+            const bool icmp =
+                ee.ee_origin == SO_EE_ORIGIN_ICMP || ee.ee_origin == SO_EE_ORIGIN_ICMP6;
+            if (!icmp || ee.ee_errno != ECONNREFUSED || m.msg_namelen == 0) continue;
+            uint8_t gid[16];
+            sockaddr_to_gid(reinterpret_cast<const sockaddr *>(&dst), gid);
+            const uint16_t port = dst.ss_family == AF_INET6
+                                      ? ntohs(reinterpret_cast<sockaddr_in6 *>(&dst)->sin6_port)
+                                      : ntohs(reinterpret_cast<sockaddr_in *>(&dst)->sin_port);
+            const uint32_t qpn = uint32_t(port) << 8 | transport::kUdSlot;
+            if (ud_flow_.unreachable(gid, qpn))
+                SR_DEBUG("qp %u: qp %u is gone (port %u unreachable): its sends are not held",
+                         qp_base.qp_num, qpn, port);
+        }
+    }
 }
 
 // Tells a sender how many of its datagrams we took off the socket and how many more may come.

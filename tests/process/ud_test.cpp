@@ -341,8 +341,8 @@ TEST(Ud, HeldBackSendsFillTheSendQueue) {
         PCHECK_EQ(kill(peer, SIGCONT), 0);  // before any check: a failed child must not leave it
         PCHECK_EQ(rc, ENOMEM);
         // Exactly the window plus the queue, unless the loop itself outlasted the watchdog
-        // (100 ms: a loaded machine, a sanitizer), which then rightly released the silent peer.
-        if (took < 100)
+        // (1 s: a loaded machine, a sanitizer), which then rightly released the silent peer.
+        if (took < 1000)
             PCHECK_EQ(posted, kInitialWindow + kDepth);
         else
             PCHECK(posted >= kInitialWindow + kDepth);
@@ -362,8 +362,9 @@ TEST(Ud, HeldBackSendsFillTheSendQueue) {
     EXPECT_PAIR_OK(run_pair(sender, receiver));
 }
 
-// Unreliable still means a send never waits for a peer that is gone: after the flow-control
-// watchdog, datagrams to a destroyed QP complete (and are lost) without stalling the sender.
+// Unreliable still means a send never waits for a peer that is gone: the kernel's ICMP port
+// unreachable releases flow control at once (well before its 1 s watchdog), and datagrams to
+// a destroyed QP complete (and are lost) without stalling the sender.
 TEST(Ud, SendsToAGonePeerComplete) {
     auto sender = [](Oob &oob) {
         Endpoint e(ud_opts());
@@ -375,7 +376,7 @@ TEST(Ud, SendsToAGonePeerComplete) {
             PCHECK_EQ(ud_send(e, ah, uint64_t(i), 0, 512, e.opt.qkey), 0);
             expect_send_ok(e, uint64_t(i));
         }
-        PCHECK(now_ms() - t0 < 2000);
+        PCHECK(now_ms() - t0 < 500);
         ibv_destroy_ah(ah);
         return 0;
     };

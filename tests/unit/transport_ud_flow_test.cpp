@@ -53,6 +53,22 @@ TEST(UdFlow, WatchdogReleasesASilentPeerAndAGrantMetersItAgain) {
     EXPECT_EQ(send_all(f, g, 7, t0 + UdFlow::kWatchdogNs + 1), 16);
 }
 
+TEST(UdFlow, UnreachablePeerIsReleasedAtOnce) {
+    UdFlow f;
+    Gid g, other;
+    other.raw[15] = 9;
+    EXPECT_EQ(send_all(f, g, 7, 1), int(UdFlow::kInitialWindow));
+    EXPECT_FALSE(f.unreachable(other.raw, 7));  // another host's QP 7: not this one
+    EXPECT_FALSE(f.unreachable(g.raw, 8));
+    EXPECT_FALSE(f.may_send(g.raw, 7, 2));
+    EXPECT_TRUE(f.unreachable(g.raw, 7));
+    EXPECT_EQ(f.retry_at(g.raw, 7), 0u);
+    EXPECT_EQ(send_all(f, g, 7, 3, 1000), 1000);  // long before the watchdog
+    EXPECT_FALSE(f.unreachable(g.raw, 7));        // already released
+    f.granted(g.raw, 7, 20, 16);                  // a new QP on that port meters it again
+    EXPECT_EQ(send_all(f, g, 7, 4), 16);
+}
+
 TEST(UdFlow, PeerThatForgotUsIsResynchronised) {
     UdFlow f;
     Gid g;
