@@ -14,6 +14,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "transport/handshake_gate.h"
+#include "transport/shm_link.h"
 #include "transport/mpa_handshake.h"
 #include "transport/progress_engine.h"
 #include "verbs/context.h"
@@ -135,6 +136,8 @@ std::vector<uint8_t> mpa_frame(bool reply, bool reject, const wire::MpaFrame *re
     f.flags = wire::kMpaFlagEnhanced;
     // Extensions and CRC only as the request offered (a reply never adds what was not asked).
     if (!req || (req->flags & wire::kMpaFlagSoftrdmaExt)) f.flags |= wire::kMpaFlagSoftrdmaExt;
+    if (transport::shm_enabled() && (!req || (req->flags & wire::kMpaFlagSoftrdmaShm)))
+        f.flags |= wire::kMpaFlagSoftrdmaShm;
     if ((req && (req->flags & wire::kMpaFlagCrc)) || want_crc()) f.flags |= wire::kMpaFlagCrc;
     if (reject) f.flags |= wire::kMpaFlagReject;
     f.ird = ird;

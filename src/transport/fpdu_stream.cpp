@@ -9,6 +9,7 @@
 #include <climits>
 #include <cstring>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/tsan_annotations.h"
 #include "wire/crc32c.h"
@@ -20,6 +21,8 @@ constexpr size_t kStageSize = 64 * 1024;
 // Below this the payload is copied out of the staging buffer; above it we read straight into
 // the destination so bulk data is touched once.
 constexpr size_t kDirectThreshold = 4096;
+// How often a poller looks at the socket of a connection moved to shared memory (for its end).
+constexpr uint64_t kSocketCheckNs = 50'000;
 constexpr uint8_t kZeros[4] = {};
 
 void put_le32(uint8_t *p, uint32_t v) {
@@ -122,7 +125,8 @@ bool FpduStream::refill(IoStatus &st) {
         // only the pages its traffic touched). A connection opened and closed without data
         // (a connection storm) then never grows the heap by 64 KiB, page by page.
         uint8_t first[512];
-        const ssize_t n = ::recv(fd_.get(), first, sizeof first, 0);
+        const iovec v{first, sizeof first};
+        const ssize_t n = rx_readv(&v, 1);
         if (n <= 0) return recv_failed(n, st);
         stage_ = std::make_unique_for_overwrite<uint8_t[]>(kStageSize);
         std::memcpy(stage_.get(), first, size_t(n));
@@ -136,7 +140,8 @@ bool FpduStream::refill(IoStatus &st) {
         wr_ -= rd_;
         rd_ = 0;
     }
-    const ssize_t n = ::recv(fd_.get(), stage_.get() + wr_, kStageSize - wr_, 0);
+    const iovec v{stage_.get() + wr_, kStageSize - wr_};
+    const ssize_t n = rx_readv(&v, 1);
     if (n <= 0) return recv_failed(n, st);
     wr_ += size_t(n);
     return true;
@@ -187,7 +192,7 @@ IoStatus FpduStream::finish_payload_from_socket() {
         ++cnt;
     }
     AppMemoryAccess app;
-    const ssize_t n = ::readv(fd_.get(), v, cnt);
+    const ssize_t n = rx_readv(v, cnt);
     if (n == 0) return IoStatus::kClosed;
     if (n < 0) {
         return (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? IoStatus::kOk
@@ -214,9 +219,9 @@ IoStatus FpduStream::fault(const wire::TerminatePayload &t) {
     return IoStatus::kError;
 }
 
-bool FpduStream::send_now(const wire::SegmentHeader &h, std::span<const uint8_t> payload) {
-    if (tx_pending() || payload.size() > kScratchPayloadMax) return false;
-    uint8_t f[wire::kMaxHeaderLen + kScratchPayloadMax + 3 + wire::kCrcLen];
+// One small frame, whole: header, payload, padding and (if on) CRC. Returns its length.
+size_t FpduStream::encode_frame(const wire::SegmentHeader &h, std::span<const uint8_t> payload,
+                                uint8_t *f) const {
     const size_t hl = wire::encode_segment_header(h, f);
     size_t n = hl;
     std::memcpy(f + n, payload.data(), payload.size());
@@ -228,7 +233,17 @@ bool FpduStream::send_now(const wire::SegmentHeader &h, std::span<const uint8_t>
         put_le32(f + n, wire::crc32c(0, f, n));
         n += wire::kCrcLen;
     }
-    return ::send(fd_.get(), f, n, MSG_DONTWAIT | MSG_NOSIGNAL) == ssize_t(n);
+    return n;
+}
+
+bool FpduStream::send_now(const wire::SegmentHeader &h, std::span<const uint8_t> payload) {
+    if (tx_pending() || marker_len_ || payload.size() > kScratchPayloadMax) return false;
+    uint8_t f[kMaxSmallFrame];
+    const size_t n = encode_frame(h, payload, f);
+    // All or nothing: half a frame would leave the peer lost in the stream.
+    if (tx_shm_ && shm_->tx().room() < n) return false;
+    const iovec v{f, n};
+    return tx_writev(&v, 1) == ssize_t(n);
 }
 
 bool FpduStream::send_terminate(const wire::TerminatePayload &t) {
@@ -239,6 +254,117 @@ bool FpduStream::send_terminate(const wire::TerminatePayload &t) {
     uint8_t p[wire::kTerminateLen];
     wire::encode_terminate(t, p);
     return send_now(h, p);
+}
+
+ssize_t FpduStream::rx_readv(const iovec *v, int cnt) {
+    if (!rx_shm_)
+        return cnt == 1 ? ::recv(fd_.get(), v->iov_base, v->iov_len, 0)
+                        : ::readv(fd_.get(), v, cnt);
+    ShmRing &r = shm_->rx();
+    int64_t n = r.read(v, cnt);
+    if (n == 0) {
+        // The ring is empty. The socket now carries only wake-ups and the connection's end:
+        // look at it when the engine saw it readable, else now and then (a poller calls here
+        // in a loop; a syscall per poll would cost more than the ring saves).
+        const uint64_t now = now_ns();
+        if (!sock_event_ && now < next_sock_check_ns_) {
+            errno = EAGAIN;
+            return -1;
+        }
+        sock_event_ = false;
+        next_sock_check_ns_ = now + kSocketCheckNs;
+        const int s = drain_socket();
+        if (s == 0) {
+            errno = EAGAIN;
+            return -1;
+        }
+        // The peer wrote its last frames before it closed: read them first.
+        n = r.read(v, cnt);
+        if (n == 0) return s > 0 ? 0 : -1;
+    }
+    if (n < 0) {  // the peer's ring indices are impossible
+        proto_error_ = true;
+        rx_fault_ = kUnspecifiedFault;
+        errno = EPROTO;
+        return -1;
+    }
+    if (r.take_writer_wake()) kick_peer();
+    return ssize_t(n);
+}
+
+ssize_t FpduStream::tx_writev(const iovec *v, int cnt) {
+    if (!tx_shm_) {
+        AppMemoryAccess app;  // gathers from registered memory
+        if (cnt == 1)
+            return ::send(fd_.get(), v->iov_base, v->iov_len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        msghdr msg{};
+        msg.msg_iov = const_cast<iovec *>(v);
+        msg.msg_iovlen = size_t(cnt);
+        return ::sendmsg(fd_.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    }
+    ShmRing &r = shm_->tx();
+    int64_t n = r.write(v, cnt);
+    if (n == 0 && r.wait_for_room()) n = r.write(v, cnt);
+    if (n < 0) {
+        errno = EPROTO;
+        return -1;
+    }
+    if (n == 0) {  // full: the reader wakes us (a byte on TCP) once it has read
+        errno = EAGAIN;
+        return -1;
+    }
+    if (r.take_reader_wake()) kick_peer();
+    return ssize_t(n);
+}
+
+int FpduStream::drain_socket() {
+    uint8_t junk[256];
+    for (;;) {
+        const ssize_t n = ::recv(fd_.get(), junk, sizeof junk, MSG_DONTWAIT);
+        if (n > 0) continue;
+        if (n == 0) return 1;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+        if (errno == EINTR) continue;
+        return -1;
+    }
+}
+
+// One byte on TCP wakes the peer's engine; our frames no longer travel there, so the peer
+// takes any byte after our switch for a wake-up. Before our switch it would land inside a
+// frame: it waits until the switch.
+void FpduStream::kick_peer() {
+    if (!tx_shm_) {
+        kick_owed_ = true;
+        return;
+    }
+    kick_owed_ = false;
+    const uint8_t b = 0;
+    ::send(fd_.get(), &b, 1, MSG_NOSIGNAL | MSG_DONTWAIT);  // a full buffer holds wake-ups enough
+}
+
+void FpduStream::shm_attach(std::unique_ptr<ShmLink> link) {
+    shm_ = std::move(link);
+}
+
+void FpduStream::shm_detach() {
+    if (!rx_shm_ && !tx_shm_ && !marker_len_) shm_.reset();
+}
+
+void FpduStream::shm_switch_tx_after(const wire::SegmentHeader &h,
+                                     std::span<const uint8_t> payload) {
+    if (payload.size() > kScratchPayloadMax) return;
+    marker_len_ = encode_frame(h, payload, marker_.data());
+}
+
+void FpduStream::shm_switch_rx() {
+    rx_shm_ = true;
+    // Whatever TCP brought after the switch frame is wake-ups.
+    rd_ = wr_;
+    sock_event_ = true;
+}
+
+bool FpduStream::shm_sleep() {
+    return rx_shm_ && shm_->rx().sleep();
 }
 
 IoStatus FpduStream::pump_rx(StreamHandler &h, int max_segments, bool &progressed) {
@@ -346,20 +472,23 @@ IoStatus FpduStream::pump_tx(StreamHandler &h, bool &blocked) {
             b.bytes_ = 0;
             b.arena_len_ = 0;
             cur_iov_ = 0;
+            if (marker_len_) {
+                // Everything before the switch has left on TCP: the marker goes last there.
+                const ssize_t m =
+                    ::send(fd_.get(), marker_.data(), marker_len_, MSG_NOSIGNAL | MSG_DONTWAIT);
+                if (m < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+                    blocked = true;
+                    return IoStatus::kOk;
+                }
+                if (m != ssize_t(marker_len_)) return IoStatus::kError;
+                marker_len_ = 0;
+                tx_shm_ = true;
+                if (kick_owed_) kick_peer();
+            }
             if (!h.fill_tx(b) || b.niov_ == 0) return IoStatus::kOk;
         }
-        ssize_t n;
-        if (b.niov_ - cur_iov_ == 1) {
-            const iovec &v = b.iov_[size_t(cur_iov_)];
-            AppMemoryAccess app;  // may read registered memory
-            n = ::send(fd_.get(), v.iov_base, v.iov_len, MSG_NOSIGNAL | MSG_DONTWAIT);
-        } else {
-            msghdr msg{};
-            msg.msg_iov = &b.iov_[size_t(cur_iov_)];
-            msg.msg_iovlen = size_t(std::min(b.niov_ - cur_iov_, IOV_MAX));
-            AppMemoryAccess app;  // gathers from registered memory
-            n = ::sendmsg(fd_.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
-        }
+        const ssize_t n =
+            tx_writev(&b.iov_[size_t(cur_iov_)], std::min(b.niov_ - cur_iov_, IOV_MAX));
         if (n < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
                 blocked = true;

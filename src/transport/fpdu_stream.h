@@ -12,6 +12,7 @@
 #include <span>
 
 #include "common/unique_fd.h"
+#include "transport/shm_link.h"
 #include "transport/path_health.h"
 #include "wire/rdmap.h"
 
@@ -112,6 +113,25 @@ class FpduStream {
     bool send_now(const wire::SegmentHeader &h, std::span<const uint8_t> payload);
     bool send_terminate(const wire::TerminatePayload &t);
 
+    // ---- same-host shared memory (docs/wire.md §3.6). The TCP connection stays: it carries
+    // the frames up to each direction's switch, then only wake-up bytes, and its end is the
+    // connection's end.
+    void shm_attach(std::unique_ptr<ShmLink> link);
+    void shm_detach();  // the offer was declined
+    ShmLink *shm() const { return shm_.get(); }
+    // Sends `h` (a control frame) as the last frame on TCP once what is queued before it has
+    // gone, then writes every later frame to the ring.
+    void shm_switch_tx_after(const wire::SegmentHeader &h, std::span<const uint8_t> payload);
+    // Called for the peer's switch frame (from on_segment): later frames come from the ring.
+    void shm_switch_rx();
+    bool shm_rx() const { return rx_shm_; }
+    bool shm_tx() const { return tx_shm_; }
+    // Nobody will poll: asks the peer to wake us (through TCP) when it writes. True if there
+    // is something to read by now (do not sleep).
+    bool shm_sleep();
+    // The engine saw the socket readable: look at it (wake-ups, or the end) on the next read.
+    void socket_event() { sock_event_ = true; }
+
   private:
     enum class RxState { kHeader, kPayload, kTrailer };
     bool refill(IoStatus &st);
@@ -120,6 +140,13 @@ class FpduStream {
     static constexpr wire::TerminatePayload kUnspecifiedFault{
         wire::TermLayer::kRdmap, wire::kTermEtypeRemoteOperation, wire::kTermEcodeUnspecified};
     IoStatus finish_payload_from_socket();
+    // Where bytes come from and go to: the socket, or the ring after the switch.
+    ssize_t rx_readv(const iovec *v, int cnt);
+    ssize_t tx_writev(const iovec *v, int cnt);
+    int drain_socket();
+    size_t encode_frame(const wire::SegmentHeader &h, std::span<const uint8_t> payload,
+                        uint8_t *out) const;  // 0: open, 1: closed, -1: error (errno)
+    void kick_peer();
 
     UniqueFd fd_;
     bool crc_;
@@ -143,6 +170,17 @@ class FpduStream {
     // TX
     std::unique_ptr<TxBatch> batch_;
     int cur_iov_ = 0;
+
+    // Shared memory
+    std::unique_ptr<ShmLink> shm_;
+    bool rx_shm_ = false, tx_shm_ = false;
+    bool sock_event_ = false;
+    bool kick_owed_ = false;  // a wake-up asked for before our own switch
+    uint64_t next_sock_check_ns_ = 0;
+    static constexpr size_t kMaxSmallFrame =
+        wire::kMaxHeaderLen + kScratchPayloadMax + 3 + wire::kCrcLen;
+    std::array<uint8_t, kMaxSmallFrame> marker_{};  // the frame our switch comes after
+    size_t marker_len_ = 0;
 };
 
 }  // namespace softrdma::transport

@@ -853,6 +853,7 @@ void Qp::progress(Lock &lk, bool rx) {
         return;
     }
     if (rx) {
+        if (sock_event_.exchange(false, std::memory_order_relaxed)) stream_->socket_event();
         bool progressed;
         auto rs = stream_->pump_rx(*this, 256, progressed);
         if (destroyed_ || !stream_) return;
@@ -923,8 +924,14 @@ void Qp::update_interest(Lock &) {
         arm_timer_at(now_ns() + kPollerWindowNs);
         return;
     }
+    // On shared memory the peer wakes us with a byte on the socket, after it wrote or once
+    // it made room (so no EPOLLOUT); data that came in the meantime is read now. The request
+    // stays set while a poller runs (it costs the peer one byte), so it is there when the
+    // poller stops with the engine already watching.
+    if (stream_ && stream_->shm_sleep()) arm_timer_at(now_ns());
+    const bool want_out = tx_blocked_ && stream_ && !stream_->shm_tx();
     const uint32_t want =
-        stream_ ? EPOLLIN | EPOLLRDHUP | EPOLLONESHOT | (tx_blocked_ ? uint32_t(EPOLLOUT) : 0u)
+        stream_ ? EPOLLIN | EPOLLRDHUP | EPOLLONESHOT | (want_out ? uint32_t(EPOLLOUT) : 0u)
                 : EPOLLIN | EPOLLONESHOT;
     if (armed_mask_ == want) return;
     // Publish before arming: the event may fire (and on_io clear the mask) before
@@ -969,6 +976,7 @@ void Qp::on_io(uint32_t) {
     CallbackGuard g(*this);
     if (!g.alive) return;
     armed_mask_ = 0;  // one-shot: the event disarmed the fd
+    sock_event_.store(true, std::memory_order_relaxed);
     drive_from_engine();
 }
 

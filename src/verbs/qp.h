@@ -224,7 +224,12 @@ class Qp : public ibv_qp_ex,
     bool handle_read_request(std::span<const uint8_t> payload);
     bool handle_atomic_request(const wire::SegmentHeader &h, std::span<const uint8_t> payload);
     bool handle_atomic_response(const wire::SegmentHeader &h, std::span<const uint8_t> payload);
-    bool handle_control(std::span<const uint8_t> payload);
+    bool on_control(std::span<const uint8_t> payload);
+    bool handle_control(const wire::ControlPayload &c);
+    // Same-host shared memory (qp_shm.cpp): the offer when a stream starts, the answers.
+    void shm_offer();
+    bool handle_shm_control(const wire::ControlPayload &c);
+    void shm_send_switch(wire::ControlType t, uint32_t seq, uint32_t arg);
     bool xrc_target(uint32_t srqn);
     void xrc_release();
     bool handle_immediate(const wire::SegmentHeader &h, std::span<const uint8_t> payload);
@@ -319,7 +324,9 @@ class Qp : public ibv_qp_ex,
     // Protocol state.
     std::unique_ptr<transport::FpduStream> stream_;
     std::shared_ptr<transport::MpaHandshake> handshake_;
-    bool ext_ = false;  // both ends speak the softrdma extensions
+    bool ext_ = false;                     // both ends speak the softrdma extensions
+    bool shm_ok_ = false;                  // both ends may move the stream to shared memory
+    std::atomic<bool> sock_event_{false};  // the engine saw the socket readable
     bool connecting_ = false;
     bool tx_blocked_ = false;
     uint64_t next_dial_ns_ = 0;

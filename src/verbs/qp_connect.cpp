@@ -9,6 +9,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "verbs/context.h"
+#include "transport/shm_link.h"
 #include "verbs/qp.h"
 
 namespace softrdma::verbs {
@@ -50,8 +51,9 @@ std::vector<uint8_t> Qp::build_hello(bool reply, wire::QpHelloStatus st) const {
     std::memcpy(h.dst_gid, remote_gid_, 16);
     wire::MpaFrame f;
     f.reply = reply;
-    f.flags =
-        wire::kMpaFlagEnhanced | wire::kMpaFlagSoftrdmaExt | (want_crc() ? wire::kMpaFlagCrc : 0);
+    f.flags = wire::kMpaFlagEnhanced | wire::kMpaFlagSoftrdmaExt |
+              (want_crc() ? wire::kMpaFlagCrc : 0) |
+              (transport::shm_enabled() ? wire::kMpaFlagSoftrdmaShm : 0);
     f.ird = uint16_t(attr_.max_dest_rd_atomic);
     f.ord = uint16_t(attr_.max_rd_atomic);
     f.private_data.resize(wire::kQpHelloLen);
@@ -141,6 +143,8 @@ transport::MpaHandshake::Decision Qp::on_hello(const wire::MpaFrame &req,
         return reject(wire::QpHelloStatus::kWrongPeer);
     uint16_t flags = wire::kMpaFlagEnhanced;
     if (req.flags & wire::kMpaFlagSoftrdmaExt) flags |= wire::kMpaFlagSoftrdmaExt;
+    if ((req.flags & wire::kMpaFlagSoftrdmaShm) && transport::shm_enabled())
+        flags |= wire::kMpaFlagSoftrdmaShm;
     if ((req.flags & wire::kMpaFlagCrc) || want_crc()) flags |= wire::kMpaFlagCrc;
     d.kind = Kind::kReply;
     d.reply = transport::encode_hello_reply(hello, wire::QpHelloStatus::kAccept, flags,
@@ -167,6 +171,7 @@ bool Qp::adopt_stream(transport::MpaHandshake::Result &&r, Lock &lk) {
     const uint16_t peer = r.peer.flags;
     const bool crc = (peer & wire::kMpaFlagCrc) || want_crc();
     ext_ = (peer & wire::kMpaFlagSoftrdmaExt) != 0;
+    shm_ok_ = ext_ && (peer & wire::kMpaFlagSoftrdmaShm) && transport::shm_enabled();
     if (!ext_) fire_established_hook();  // such a peer sends no RTU
     peer_ird_ = r.peer.ird & wire::kMpaV2IrdOrdMask;
     stream_ = std::make_unique<transport::FpduStream>(std::move(r.fd), crc);
@@ -186,6 +191,7 @@ bool Qp::adopt_stream(transport::MpaHandshake::Result &&r, Lock &lk) {
         return false;
     }
     SR_DEBUG("qp %u: connected to qpn %u (ext=%d crc=%d)", qp_base.qp_num, remote_qpn_, ext_, crc);
+    shm_offer();
     progress(lk);
     return true;
 }

@@ -76,6 +76,13 @@ bool Qp::place(const wire::SegmentHeader &h, transport::Placement &p) {
     using K = transport::Placement::Kind;
     p.kind = K::kDiscard;
     if (wire::op_is_extension(h.op) && !ext_) return false;
+    // Control frames are read even while the QP fails: the stream's own switches (shared
+    // memory) travel among them, and the stream must not lose its place.
+    if (h.op == wire::RdmapOp::kControl) {
+        if (h.qn != wire::kQnControl || h.payload_len != wire::kControlLen) return false;
+        p.kind = K::kScratch;
+        return true;
+    }
     if (fatal_pending_ || qp_base.state == IBV_QPS_ERR) return true;
     if (qp_base.qp_type == IBV_QPT_XRC_RECV && !xrc_srq_ && h.op != wire::RdmapOp::kControl &&
         h.op != wire::RdmapOp::kTerminate) {
@@ -106,10 +113,6 @@ bool Qp::place(const wire::SegmentHeader &h, transport::Placement &p) {
         case wire::RdmapOp::kImmediate:
         case wire::RdmapOp::kImmediateSe:
             if (h.qn != wire::kQnSend || h.payload_len != wire::kImmediateLen) return false;
-            p.kind = K::kScratch;
-            return true;
-        case wire::RdmapOp::kControl:
-            if (h.qn != wire::kQnControl || h.payload_len != wire::kControlLen) return false;
             p.kind = K::kScratch;
             return true;
         case wire::RdmapOp::kTerminate:
@@ -350,9 +353,25 @@ bool Qp::handle_immediate(const wire::SegmentHeader &h, std::span<const uint8_t>
     return true;
 }
 
-bool Qp::handle_control(std::span<const uint8_t> payload) {
+bool Qp::on_control(std::span<const uint8_t> payload) {
     wire::ControlPayload c;
-    if (!wire::decode_control(payload.data(), c)) return false;
+    if (payload.size() != wire::kControlLen || !wire::decode_control(payload.data(), c))
+        return false;
+    switch (c.type) {
+        case wire::ControlType::kShmOffer:
+        case wire::ControlType::kShmAccept:
+        case wire::ControlType::kShmDecline:
+        case wire::ControlType::kShmSwitch:
+            return handle_shm_control(c);
+        default:
+            // A failing QP answers nothing more; the RTU still establishes.
+            if (qp_base.state == IBV_QPS_ERR) return true;
+            if (fatal_pending_ && c.type != wire::ControlType::kRtu) return true;
+            return handle_control(c);
+    }
+}
+
+bool Qp::handle_control(const wire::ControlPayload &c) {
     switch (c.type) {
         case wire::ControlType::kAck: {
             if (int32_t(c.seq - acked_seq_) <= 0) return true;
@@ -436,6 +455,8 @@ bool Qp::handle_control(std::span<const uint8_t> payload) {
             return true;
         case wire::ControlType::kXrcSrq:
             return xrc_target(c.arg);
+        default:
+            return false;
     }
     return false;
 }
@@ -465,6 +486,7 @@ void Qp::xrc_release() {
 }
 
 bool Qp::on_segment(const wire::SegmentHeader &h, std::span<const uint8_t> scratch) {
+    if (h.op == wire::RdmapOp::kControl) return on_control(scratch);
     if (qp_base.state == IBV_QPS_ERR && h.op != wire::RdmapOp::kTerminate) return true;
     // A request before the RTU establishes the connection too (the IB CM's COMM_EST).
     if (h.op != wire::RdmapOp::kControl && h.op != wire::RdmapOp::kTerminate)
@@ -498,8 +520,6 @@ bool Qp::on_segment(const wire::SegmentHeader &h, std::span<const uint8_t> scrat
         case wire::RdmapOp::kImmediate:
         case wire::RdmapOp::kImmediateSe:
             return fatal_pending_ || handle_immediate(h, scratch);
-        case wire::RdmapOp::kControl:
-            return handle_control(scratch);
         case wire::RdmapOp::kTerminate: {
             const auto t = wire::decode_terminate(scratch.data());
             SR_DEBUG("qp %u: TERMINATE from peer (layer %u etype %u ecode %u)", qp_base.qp_num,

@@ -22,6 +22,9 @@ enum : uint16_t {
     // Reserved by RFC 5044; siw uses 0x0800. We claim 0x0400 to say "I speak the softrdma
     // extensions" (docs/wire.md §1.3, §2.2). A peer that does not set it gets plain RDMAP.
     kMpaFlagSoftrdmaExt = 0x0400,
+    // With the extensions: "I can move this connection's frames to shared memory when we
+    // are on one host" (docs/wire.md §3.6). Set in a reply only if the request set it.
+    kMpaFlagSoftrdmaShm = 0x0200,
 };
 
 // Enhanced-mode (v2) IRD/ORD words.

@@ -112,7 +112,7 @@ void encode_control(const ControlPayload &c, uint8_t *out) {
 }
 
 bool decode_control(const uint8_t *in, ControlPayload &out) {
-    if (in[0] < uint8_t(ControlType::kAck) || in[0] > uint8_t(ControlType::kXrcSrq)) return false;
+    if (in[0] < uint8_t(ControlType::kAck) || in[0] > uint8_t(ControlType::kShmSwitch)) return false;
     out = {ControlType(in[0]), get32(in + 4), get32(in + 8)};
     return true;
 }

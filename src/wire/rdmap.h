@@ -126,6 +126,18 @@ enum class ControlType : uint8_t {
     kCredits = 5,  // arg = responder's max_dest_rd_atomic (sent once after setup)
     kRtu = 6,      // CM connections, active to passive: the IB CM's RTU (docs/wire.md §7)
     kXrcSrq = 7,   // XRC: arg = the SRQ number the requests after it are for (IB's XRCETH)
+    // Same-host shared memory (docs/wire.md §3.6), only between ends that both set the MPA
+    // flag kMpaFlagSoftrdmaShm:
+    kShmOffer = 8,     // seq = offerer's pid, arg = its fd of the segment
+    kShmAccept = 9,    // the accepter's last frame on TCP; its frames after it use the ring
+    kShmDecline = 10,  // arg = why (ShmDecline)
+    kShmSwitch = 11,   // the offerer's last frame on TCP; its frames after it use the ring
+};
+enum class ShmDecline : uint32_t {
+    kDisabled = 1,
+    kNotSameHost = 2,
+    kCannotOpen = 3,
+    kBadSegment = 4
 };
 enum class NakCode : uint32_t {
     kRemoteAccess = 1,    // bad key / bounds / access flags

@@ -384,8 +384,10 @@ TEST(RdmapPayload, ImmediateRoundTrip) {
 }
 
 TEST(RdmapPayload, ControlRoundTripAllTypes) {
-    for (ControlType t : {ControlType::kAck, ControlType::kNak, ControlType::kRnrNak,
-                          ControlType::kResync, ControlType::kCredits}) {
+    for (ControlType t :
+         {ControlType::kAck, ControlType::kNak, ControlType::kRnrNak, ControlType::kResync,
+          ControlType::kCredits, ControlType::kRtu, ControlType::kXrcSrq, ControlType::kShmOffer,
+          ControlType::kShmAccept, ControlType::kShmDecline, ControlType::kShmSwitch}) {
         const ControlPayload c{t, 0x00ABCDEF, 0x12345678};
         std::array<uint8_t, kControlLen> buf;
         buf.fill(0xFF);
@@ -402,7 +404,7 @@ TEST(RdmapPayload, ControlRoundTripAllTypes) {
 }
 
 TEST(RdmapPayload, ControlRejectsUnknownType) {
-    for (uint8_t t : {uint8_t(0), uint8_t(8), uint8_t(0x7F), uint8_t(0xFF)}) {
+    for (uint8_t t : {uint8_t(0), uint8_t(12), uint8_t(0x7F), uint8_t(0xFF)}) {
         std::array<uint8_t, kControlLen> buf{};
         buf[0] = t;
         ControlPayload d{ControlType::kAck, 9, 9};

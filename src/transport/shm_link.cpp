@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include "transport/shm_link.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace softrdma::transport {
+namespace {
+
+constexpr uint64_t kMagic = 0x3130304d48535253ull;  // "SRSHM001", little-endian
+constexpr uint32_t kVersion = 1;
+constexpr size_t kHeaderBytes = 4096;  // header page, then the two control blocks
+constexpr size_t kCtlBytes = 4096;
+
+// Both ends' TCP endpoints as the offerer sees them: the accepter checks they are its own
+// connection's, so a segment of some other connection (a reused pid) is never taken.
+struct Endpoint {
+    std::array<uint8_t, 16> addr;
+    uint16_t port;
+    bool operator==(const Endpoint &) const = default;
+    bool operator<(const Endpoint &o) const {
+        return addr != o.addr ? addr < o.addr : port < o.port;
+    }
+};
+
+struct Header {
+    uint64_t magic;
+    uint32_t version;
+    uint32_t offerer_pid;
+    uint64_t ring_bytes;
+    Endpoint offerer, accepter;
+};
+static_assert(sizeof(Header) <= kHeaderBytes);
+
+bool endpoint_of(const sockaddr_storage &ss, Endpoint &e) {
+    e.addr.fill(0);
+    if (ss.ss_family == AF_INET6) {
+        const auto &s6 = reinterpret_cast<const sockaddr_in6 &>(ss);
+        std::memcpy(e.addr.data(), &s6.sin6_addr, 16);
+        e.port = ntohs(s6.sin6_port);
+        return true;
+    }
+    if (ss.ss_family == AF_INET) {  // as an IPv4-mapped address, as a dual-stack socket says it
+        const auto &s4 = reinterpret_cast<const sockaddr_in &>(ss);
+        e.addr[10] = e.addr[11] = 0xff;
+        std::memcpy(e.addr.data() + 12, &s4.sin_addr, 4);
+        e.port = ntohs(s4.sin_port);
+        return true;
+    }
+    return false;
+}
+
+bool endpoints(int sock, Endpoint &local, Endpoint &peer) {
+    sockaddr_storage l{}, p{};
+    socklen_t ll = sizeof l, pl = sizeof p;
+    return getsockname(sock, reinterpret_cast<sockaddr *>(&l), &ll) == 0 &&
+           getpeername(sock, reinterpret_cast<sockaddr *>(&p), &pl) == 0 && endpoint_of(l, local) &&
+           endpoint_of(p, peer);
+}
+
+uint64_t ring_bytes_wanted() {
+    // SOFTRDMA_SHM_RING_KB: each direction's ring, 64 KiB to 64 MiB (default 256 KiB).
+    const char *v = std::getenv("SOFTRDMA_SHM_RING_KB");
+    long kb = v ? std::atol(v) : 256;
+    if (kb < 64) kb = 64;
+    if (kb > 65536) kb = 65536;
+    return uint64_t(kb) * 1024;
+}
+
+}  // namespace
+
+bool shm_enabled() {
+    static const bool on = [] {
+        const char *v = std::getenv("SOFTRDMA_SHM");
+        return !v || std::strcmp(v, "0") != 0;
+    }();
+    return on;
+}
+
+bool shm_same_host(int sock) {
+    Endpoint l, p;
+    return endpoints(sock, l, p) && l.addr == p.addr;
+}
+
+bool shm_i_offer(int sock) {
+    Endpoint l, p;
+    return endpoints(sock, l, p) && l < p;
+}
+
+ShmLink::~ShmLink() {
+    if (base_) munmap(base_, size_);
+}
+
+bool ShmLink::map(bool offerer) {
+    base_ = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_.get(), 0);
+    if (base_ == MAP_FAILED) {
+        base_ = nullptr;
+        return false;
+    }
+    auto *b = static_cast<uint8_t *>(base_);
+    auto *ctl0 = reinterpret_cast<ShmRingCtl *>(b + kHeaderBytes);
+    auto *ctl1 = reinterpret_cast<ShmRingCtl *>(b + kHeaderBytes + sizeof(ShmRingCtl));
+    uint8_t *data0 = b + kHeaderBytes + kCtlBytes;
+    uint8_t *data1 = data0 + ring_bytes_;
+    // Ring 0 carries the offerer's frames, ring 1 the accepter's.
+    ShmRing r0(ctl0, data0, ring_bytes_), r1(ctl1, data1, ring_bytes_);
+    tx_ = offerer ? r0 : r1;
+    rx_ = offerer ? r1 : r0;
+    return true;
+}
+
+std::unique_ptr<ShmLink> ShmLink::create(int sock) {
+    Endpoint local, peer;
+    if (!endpoints(sock, local, peer)) return nullptr;
+    auto l = std::make_unique<ShmLink>(Token{});
+    l->ring_bytes_ = ring_bytes_wanted();
+    l->size_ = kHeaderBytes + kCtlBytes + 2 * l->ring_bytes_;
+    l->fd_.reset(memfd_create("softrdma-shm", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+    // Sealed at its size: neither end can shrink it under the other's mapping (SIGBUS).
+    if (!l->fd_ || ftruncate(l->fd_.get(), off_t(l->size_)) != 0 ||
+        fcntl(l->fd_.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0 ||
+        !l->map(true))
+        return nullptr;
+    // A fresh memfd reads as zeros: the rings start empty, nobody asleep.
+    Header h{kMagic, kVersion, uint32_t(getpid()), l->ring_bytes_, local, peer};
+    std::memcpy(l->base_, &h, sizeof h);
+    return l;
+}
+
+std::unique_ptr<ShmLink> ShmLink::open(int sock, uint32_t pid, uint32_t fd, OpenError &err) {
+    err = OpenError::kBadSegment;
+    Endpoint local, peer;
+    if (!endpoints(sock, local, peer)) return nullptr;
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%u/fd/%u", pid, fd);
+    auto l = std::make_unique<ShmLink>(Token{});
+    l->fd_.reset(::open(path, O_RDWR | O_CLOEXEC));
+    if (!l->fd_) {
+        err = OpenError::kCannotOpen;
+        return nullptr;
+    }
+    struct stat st;
+    Header h;
+    const int seals = fcntl(l->fd_.get(), F_GET_SEALS);
+    if (seals < 0 || !(seals & F_SEAL_SHRINK) || fstat(l->fd_.get(), &st) != 0 ||
+        size_t(st.st_size) < kHeaderBytes + kCtlBytes ||
+        pread(l->fd_.get(), &h, sizeof h, 0) != ssize_t(sizeof h))
+        return nullptr;
+    // Its own connection's segment, laid out as we expect, and no larger than the file.
+    if (h.magic != kMagic || h.version != kVersion || h.offerer_pid != pid ||
+        !(h.offerer == peer) || !(h.accepter == local) || h.ring_bytes < 4096 ||
+        h.ring_bytes > (uint64_t(64) << 20) ||
+        kHeaderBytes + kCtlBytes + 2 * h.ring_bytes != uint64_t(st.st_size))
+        return nullptr;
+    l->ring_bytes_ = h.ring_bytes;
+    l->size_ = size_t(st.st_size);
+    if (!l->map(false)) return nullptr;
+    l->fd_.reset();  // the mapping keeps the segment
+    err = OpenError::kNone;
+    return l;
+}
+
+}  // namespace softrdma::transport

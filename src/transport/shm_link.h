@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// The shared-memory segment of one same-host connection: a memfd holding a header and two
+// byte rings (offerer to accepter, accepter to offerer). The offerer creates it; the accepter
+// opens it through /proc/<offerer pid>/fd/<fd> (the kernel allows that only to a process that
+// may trace the offerer: the same user), and both check that the header names their own TCP
+// connection before trusting it. docs/wire.md §3.6 has the layout.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "common/unique_fd.h"
+#include "transport/shm_ring.h"
+
+namespace softrdma::transport {
+
+// SOFTRDMA_SHM=0 turns the same-host path off (both ends then stay on TCP).
+bool shm_enabled();
+// True if the connected TCP socket `sock` leads to this host, in this network namespace:
+// its local and peer addresses are the same address.
+bool shm_same_host(int sock);
+// Exactly one end of a connection offers: the one whose (address, port) is smaller.
+bool shm_i_offer(int sock);
+
+class ShmLink {
+    struct Token {
+        explicit Token() = default;
+    };
+
+  public:
+    explicit ShmLink(Token) {}
+    ~ShmLink();
+    ShmLink(const ShmLink &) = delete;
+    ShmLink &operator=(const ShmLink &) = delete;
+
+    // The offerer's segment for the connection on `sock`; null (errno set) on failure.
+    static std::unique_ptr<ShmLink> create(int sock);
+    enum class OpenError { kNone, kCannotOpen, kBadSegment };
+    // The accepter's view of the segment the peer offered; null with `err` on failure.
+    static std::unique_ptr<ShmLink> open(int sock, uint32_t pid, uint32_t fd, OpenError &err);
+
+    int fd() const { return fd_.get(); }
+    void close_fd() { fd_.reset(); }  // once the accepter has it open
+    ShmRing &tx() { return tx_; }
+    ShmRing &rx() { return rx_; }
+    uint64_t ring_bytes() const { return ring_bytes_; }
+
+  private:
+    bool map(bool offerer);
+    UniqueFd fd_;
+    void *base_ = nullptr;
+    size_t size_ = 0;
+    uint64_t ring_bytes_ = 0;
+    ShmRing tx_, rx_;
+};
+
+}  // namespace softrdma::transport

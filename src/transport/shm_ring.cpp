@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include "transport/shm_ring.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/tsan_annotations.h"
+
+namespace softrdma::transport {
+
+int64_t ShmRing::write(const iovec *iov, int cnt) {
+    const uint64_t head = ctl_->head.load(std::memory_order_relaxed);
+    const uint64_t tail = ctl_->tail.load(std::memory_order_acquire);
+    const uint64_t used = head - tail;
+    if (used > cap_) return -1;
+    uint64_t room = cap_ - used;
+    uint64_t pos = head;
+    for (int i = 0; i < cnt && room; ++i) {
+        AppMemoryAccess app;  // gathers from registered memory
+        const auto *src = static_cast<const uint8_t *>(iov[i].iov_base);
+        uint64_t len = std::min<uint64_t>(iov[i].iov_len, room);
+        room -= len;
+        while (len) {
+            const uint64_t at = pos % cap_;
+            const uint64_t k = std::min(len, cap_ - at);
+            std::memcpy(data_ + at, src, k);
+            src += k;
+            pos += k;
+            len -= k;
+        }
+    }
+    if (pos != head) ctl_->head.store(pos, std::memory_order_release);
+    return int64_t(pos - head);
+}
+
+uint64_t ShmRing::room() const {
+    const uint64_t used =
+        ctl_->head.load(std::memory_order_relaxed) - ctl_->tail.load(std::memory_order_acquire);
+    return used > cap_ ? 0 : cap_ - used;
+}
+
+bool ShmRing::wait_for_room() {
+    ctl_->writer_waiting.store(1, std::memory_order_relaxed);
+    // Pairs with the fence in take_writer_wake: either the consumer sees the flag, or we see
+    // its new tail.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    const uint64_t used =
+        ctl_->head.load(std::memory_order_relaxed) - ctl_->tail.load(std::memory_order_acquire);
+    return used < cap_;
+}
+
+bool ShmRing::take_reader_wake() {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    return ctl_->reader_sleeping.load(std::memory_order_relaxed) &&
+           ctl_->reader_sleeping.exchange(0, std::memory_order_relaxed);
+}
+
+int64_t ShmRing::read(const iovec *iov, int cnt) {
+    const uint64_t tail = ctl_->tail.load(std::memory_order_relaxed);
+    const uint64_t head = ctl_->head.load(std::memory_order_acquire);
+    const uint64_t avail = head - tail;
+    if (avail > cap_) return -1;
+    uint64_t left = avail;
+    uint64_t pos = tail;
+    for (int i = 0; i < cnt && left; ++i) {
+        AppMemoryAccess app;  // places into registered memory
+        auto *dst = static_cast<uint8_t *>(iov[i].iov_base);
+        uint64_t len = std::min<uint64_t>(iov[i].iov_len, left);
+        left -= len;
+        while (len) {
+            const uint64_t at = pos % cap_;
+            const uint64_t k = std::min(len, cap_ - at);
+            std::memcpy(dst, data_ + at, k);
+            dst += k;
+            pos += k;
+            len -= k;
+        }
+    }
+    if (pos != tail) ctl_->tail.store(pos, std::memory_order_release);
+    return int64_t(pos - tail);
+}
+
+bool ShmRing::readable() const {
+    return ctl_->head.load(std::memory_order_acquire) != ctl_->tail.load(std::memory_order_relaxed);
+}
+
+bool ShmRing::sleep() {
+    ctl_->reader_sleeping.store(1, std::memory_order_relaxed);
+    // Pairs with the fence in take_reader_wake: either the producer sees the flag, or we see
+    // its new head.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    return readable();
+}
+
+bool ShmRing::take_writer_wake() {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    return ctl_->writer_waiting.load(std::memory_order_relaxed) &&
+           ctl_->writer_waiting.exchange(0, std::memory_order_relaxed);
+}
+
+}  // namespace softrdma::transport

@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// One direction of a same-host connection: a single-producer, single-consumer byte ring in
+// shared memory. It carries exactly the bytes the TCP stream would (the same frames), so the
+// QP's protocol is the same on both paths; only the copy and the wake-ups differ.
+//
+// The peer is another process: it can write anything into the control words. Every index
+// it publishes is checked before a byte is copied, and copies never leave the ring's data.
+#pragma once
+#include <sys/uio.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace softrdma::transport {
+
+// The shared part. head and tail count bytes ever written and read; each lives on its own
+// cache line, as do the two wake-up flags.
+struct ShmRingCtl {
+    alignas(64) std::atomic<uint64_t> head;  // written by the producer
+    alignas(64) std::atomic<uint64_t> tail;  // written by the consumer
+    // Set by a consumer about to sleep: the producer wakes it after its next write.
+    alignas(64) std::atomic<uint32_t> reader_sleeping;
+    // Set by a producer that found the ring full: the consumer wakes it after its next read.
+    alignas(64) std::atomic<uint32_t> writer_waiting;
+};
+static_assert(std::atomic<uint64_t>::is_always_lock_free);
+static_assert(sizeof(ShmRingCtl) == 256);
+
+class ShmRing {
+  public:
+    ShmRing() = default;
+    ShmRing(ShmRingCtl *ctl, uint8_t *data, uint64_t capacity)
+        : ctl_(ctl), data_(data), cap_(capacity) {}
+
+    // ---- producer
+    // Copies as much of the iovecs as fits; returns the bytes written (0: full), or -1 if the
+    // peer's tail is impossible (a corrupt or hostile peer).
+    int64_t write(const iovec *iov, int cnt);
+    uint64_t room() const;
+    // The ring was full: asks the consumer for a wake-up after its next read. True if there
+    // is room by now after all (write again instead of waiting).
+    bool wait_for_room();
+    // After a write: true (once) if the consumer asked to be woken.
+    bool take_reader_wake();
+
+    // ---- consumer
+    // Copies up to the iovecs' length; returns the bytes read (0: empty), or -1 if the peer's
+    // head is impossible.
+    int64_t read(const iovec *iov, int cnt);
+    bool readable() const;
+    // About to sleep: asks the producer for a wake-up after its next write. True if there is
+    // data by now after all (do not sleep).
+    bool sleep();
+    // After a read: true (once) if the producer asked to be woken.
+    bool take_writer_wake();
+
+  private:
+    ShmRingCtl *ctl_ = nullptr;
+    uint8_t *data_ = nullptr;
+    uint64_t cap_ = 0;
+};
+
+}  // namespace softrdma::transport
