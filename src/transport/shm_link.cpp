@@ -80,11 +80,9 @@ uint64_t ring_bytes_wanted() {
 }  // namespace
 
 bool shm_enabled() {
-    static const bool on = [] {
-        const char *v = std::getenv("SOFTRDMA_SHM");
-        return !v || std::strcmp(v, "0") != 0;
-    }();
-    return on;
+    // Read at every connection (cheap next to one), so a process can change its mind.
+    const char *v = std::getenv("SOFTRDMA_SHM");
+    return !v || std::strcmp(v, "0") != 0;
 }
 
 bool shm_same_host(int sock) {

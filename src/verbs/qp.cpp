@@ -920,14 +920,14 @@ void Qp::update_interest(Lock &) {
     if (fd < 0 || destroyed_) return;
     if (!stream_) mcast_interest();
     if (poller_active()) {
-        if (armed_mask_) return;  // an event will come; the engine stands down then
+        // An event will come and the engine stand down then; but on shared memory no event
+        // comes unless we asked the peer for one, which we do only once nobody polls.
+        if (armed_mask_ && !(stream_ && stream_->shm_rx())) return;
         arm_timer_at(now_ns() + kPollerWindowNs);
         return;
     }
     // On shared memory the peer wakes us with a byte on the socket, after it wrote or once
-    // it made room (so no EPOLLOUT); data that came in the meantime is read now. The request
-    // stays set while a poller runs (it costs the peer one byte), so it is there when the
-    // poller stops with the engine already watching.
+    // it made room (so no EPOLLOUT); data that came in the meantime is read now.
     if (stream_ && stream_->shm_sleep()) arm_timer_at(now_ns());
     const bool want_out = tx_blocked_ && stream_ && !stream_->shm_tx();
     const uint32_t want =

@@ -11,6 +11,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
 
 namespace sr_test {
 
@@ -310,6 +313,38 @@ ibv_qp_state qp_state_of(ibv_qp *qp) {
 
 ibv_qp_state Endpoint::qp_state() {
     return qp_state_of(qp);
+}
+
+// True once /proc says `pid` is stopped (state T), false after `ms` milliseconds.
+bool wait_stopped(pid_t pid, int ms) {
+    const uint64_t deadline = now_ms() + uint64_t(ms);
+    const std::string path = "/proc/" + std::to_string(pid) + "/stat";
+    while (now_ms() < deadline) {
+        std::ifstream f(path);
+        std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+        // "pid (comm) S ...": the state follows the last ')', as comm may hold one.
+        const size_t close = stat.rfind(')');
+        if (close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'T')
+            return true;
+        usleep(1000);
+    }
+    return false;
+}
+
+// Tells the peer our PID, then stops the whole process (engine thread included) until the
+// peer sends a char: a forked helper waits for it and continues us.
+void stop_until_continued(Oob &oob) {
+    const pid_t self = getpid();
+    oob.put<pid_t>(self);
+    const pid_t helper = fork();
+    if (helper == 0) {
+        Oob o2 = oob;
+        (void)o2.get<char>();
+        kill(self, SIGCONT);
+        _exit(0);
+    }
+    raise(SIGSTOP);
+    waitpid(helper, nullptr, 0);
 }
 
 }  // namespace sr_test

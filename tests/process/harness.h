@@ -3,6 +3,7 @@
 // codes. The parent never touches the library, so each child starts it fresh.
 #pragma once
 #include <infiniband/verbs.h>
+#include <sys/types.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -68,6 +69,11 @@ uint64_t now_ms();
 ibv_qp_state qp_state_of(ibv_qp *qp);
 // The other half of a pair for single-process tests: waits at one barrier, then exits 0.
 int idle_peer(Oob &oob);
+// True once /proc says `pid` is stopped (state T), false after `ms` milliseconds.
+bool wait_stopped(pid_t pid, int ms);
+// Tells the peer our PID, then stops the whole process (engine thread included) until the
+// peer sends a char: a forked helper waits for it and continues us.
+void stop_until_continued(Oob &oob);
 
 // Evaluates the pair once and reports all three outcomes on failure.
 #define EXPECT_PAIR_OK(expr)                                                \
