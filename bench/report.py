@@ -118,11 +118,17 @@ def parse_connrate(text, metric):
     return {"conn": float(m.group(1))} if m else None
 
 
+def parse_shm_baseline(text, metric):
+    m = re.search(r"gbps ([0-9.]+)", text)
+    return {"bw": float(m.group(1))} if m else None
+
+
 PARSERS = {
     "ib_send_lat": parse_perftest, "ib_write_lat": parse_perftest, "ib_read_lat": parse_perftest,
     "ib_send_bw": parse_perftest, "ib_write_bw": parse_perftest, "ib_read_bw": parse_perftest,
     "sockperf": parse_sockperf, "iperf3": parse_iperf3, "ucx_perftest": parse_ucx,
     "fi_pingpong": parse_fi_pingpong, "cmtime": parse_cmtime, "tcp_connrate": parse_connrate,
+    "shm_baseline": parse_shm_baseline,
 }
 
 
@@ -237,6 +243,35 @@ def describe_missing(s):
     return None
 
 
+def shape_row(sr, metric, op, size, qps):
+    return {"metric": metric, "op": op, "size": size, "qps": qps, "unit": UNITS[metric],
+            "softrdma": sr.stats(), "softrdma_note": describe_missing(sr) if not sr.by_rep else None,
+            "softrdma_command": sr.command, "baselines": {}}
+
+
+def add_ratio(cell, series, sr, base, scale, metric):
+    cmp = compare(series, sr, base, scale, metric)
+    if cmp:
+        cmp["ahead"] = ahead(metric, cmp["median"])
+        cell["ratio"] = cmp
+
+
+def target_adder(out):
+    """add(name, row, baseline key, limit text, test on the ratio): one target into out."""
+    def add(name, row, base, limit, cond):
+        cell = row["baselines"].get(base) if row else None
+        ratio = cell.get("ratio") if cell else None
+        if ratio is None:
+            why = "softrdma not measured" if not row or not row["softrdma"] else \
+                (cell or {}).get("missing", "no ratio")
+            out.append({"target": name, "status": "not measured", "ratio": None, "limit": limit, "why": why})
+        else:
+            ok = cond(ratio["median"])
+            out.append({"target": name, "status": "met" if ok else "missed", "ratio": ratio["median"],
+                        "limit": limit, "rounds": ratio["rounds"]})
+    return add
+
+
 def build(series):
     shapes = sorted({k for k in series if k[0] == "softrdma"},
                     key=lambda k: (["lat", "bw", "rate", "conn"].index(k[1]), k[4],
@@ -244,9 +279,7 @@ def build(series):
     rows = []
     for (stack, metric, op, size, qps) in shapes:
         sr = series[(stack, metric, op, size, qps)]
-        row = {"metric": metric, "op": op, "size": size, "qps": qps, "unit": UNITS[metric],
-               "softrdma": sr.stats(), "softrdma_note": describe_missing(sr) if not sr.by_rep else None,
-               "softrdma_command": sr.command, "baselines": {}}
+        row = shape_row(sr, metric, op, size, qps)
         if metric == "conn" and sr.extra:
             row["softrdma_connect_step_only"] = statistics.median(
                 e["connect_only"] for e in sr.extra.values())
@@ -269,10 +302,7 @@ def build(series):
                 if bs == "tcp" and bt == "sockperf_pp" and size < 14:
                     cell["note"] = (cell.get("note", "") + "; " if "note" in cell else "") + \
                         "sockperf sends at least 14 B"
-                cmp = compare(series, sr, b, scale, metric)
-                if cmp:
-                    cmp["ahead"] = ahead(metric, cmp["median"])
-                    cell["ratio"] = cmp
+                add_ratio(cell, series, sr, b, scale, metric)
             else:
                 cell["missing"] = describe_missing(b)
             row["baselines"][bstack] = cell
@@ -280,22 +310,72 @@ def build(series):
     return rows
 
 
+# ------------------------------------------------------------------ same host
+# softrdma's shared-memory path against UCX's shared-memory transports, softrdma's own TCP path
+# and the machine's copy limits (process_vm_writev/readv: one copy between two processes).
+CMA_TEST = {"SEND": "cma_write", "WRITE": "cma_write", "READ": "cma_read"}
+
+
+def build_same_host(series):
+    shapes = sorted({k for k in series if k[0] == "softrdma_shm"},
+                    key=lambda k: (["lat", "bw", "rate"].index(k[1]), ["SEND", "WRITE", "READ"].index(k[2]),
+                                   k[3]))
+    rows = []
+    for (stack, metric, op, size, qps) in shapes:
+        sr = series[(stack, metric, op, size, qps)]
+        row = shape_row(sr, metric, op, size, qps)
+        ucx_t = UCX_TEST.get(metric, {}).get(op)
+        cands = {"tcp_path": ("softrdma", metric, op, size, qps, "softrdma over TCP"),
+                 "ucx_sm": ("ucx_sm", metric, ucx_t, size, 1, f"{ucx_t}")}
+        if metric == "bw":
+            cands["cma"] = ("mem", "bw", CMA_TEST[op], size, 1, CMA_TEST[op])
+            cands["memcpy"] = ("mem", "bw", "memcpy", size, 1, "memcpy")
+        for key, (bs, bm, bt, bsize, bq, label) in cands.items():
+            b = series.get((bs, bm, bt, bsize, bq)) if bt else None
+            cell = {"test": label}
+            st = b.stats() if b else None
+            if st:
+                cell.update(st)
+                cell["command"] = b.command
+                if bs == "ucx_sm" and bt == "ucp_get" and metric == "lat":
+                    cell["note"] = "ucp_get -O 1: one get in flight, its time per get"
+                add_ratio(cell, series, sr, b, 1.0, metric)
+            else:
+                cell["missing"] = describe_missing(b)
+            row["baselines"][key] = cell
+        rows.append(row)
+    return rows
+
+
+def same_host_targets(rows):
+    out = []
+    add = target_adder(out)
+
+    def get(metric, op, size):
+        return next((r for r in rows if (r["metric"], r["op"], r["size"]) == (metric, op, size)), None)
+
+    for op, t in (("SEND", "tag_lat"), ("WRITE", "ucp_put_lat")):
+        add(f"same host: {op} latency 8 B ≤ 1.5× UCX shared memory ({t})", get("lat", op, 8), "ucx_sm",
+            "≤ 1.50", lambda x: x <= 1.5)
+    for op, lim in (("WRITE", 0.75), ("READ", 0.75), ("SEND", 0.6)):
+        add(f"same host: {op} bandwidth 1 MiB ≥ {lim:.0%} of {CMA_TEST[op]} (process_vm_{CMA_TEST[op][4:]}v)",
+            get("bw", op, MIB), "cma", f"≥ {lim:.2f}", lambda x, lim=lim: x >= lim)
+    for op in ("SEND", "WRITE"):
+        add(f"same host: {op} message rate 64 B ≥ 4× softrdma's TCP path", get("rate", op, 64), "tcp_path",
+            "≥ 4.00", lambda x: x >= 4.0)
+    for r in rows:
+        if r["metric"] == "bw" and "ratio" in r["baselines"].get("ucx_sm", {}):
+            add(f"same host: ahead of UCX shared memory ({r['baselines']['ucx_sm']['test']}): {shape_name(r)}",
+                r, "ucx_sm", "> 1", lambda x: x > 1.0)
+    return out
+
+
 def targets(rows):
     out = []
+    add = target_adder(out)
 
     def get(metric, op, size, qps=1):
         return next((r for r in rows if (r["metric"], r["op"], r["size"], r["qps"]) == (metric, op, size, qps)), None)
-
-    def add(name, row, base, limit, cond):
-        cell = row["baselines"][base] if row else None
-        ratio = cell.get("ratio") if cell else None
-        if ratio is None:
-            why = "softrdma not measured" if not row or not row["softrdma"] else cell.get("missing", "no ratio")
-            out.append({"target": name, "status": "not measured", "ratio": None, "limit": limit, "why": why})
-        else:
-            ok = cond(ratio["median"])
-            out.append({"target": name, "status": "met" if ok else "missed", "ratio": ratio["median"],
-                        "limit": limit, "rounds": ratio["rounds"]})
 
     for op in ("WRITE", "SEND"):
         for r in rows:
@@ -349,7 +429,7 @@ def shape_name(r):
     return f"{r['op']} {kind} {fmt_size(r['size'])}{q}"
 
 
-def markdown(rows, tgts, env, notes_out):
+def markdown(rows, tgts, env, notes_out, same_rows=(), same_tgts=()):
     notes = []
 
     def note(text):
@@ -423,6 +503,28 @@ def markdown(rows, tgts, env, notes_out):
                               "(create id, resolve addr, resolve route, create qp, connect); its connect step "
                               f"alone: {r['softrdma_connect_step_only']:.0f} conn/s. TCP: socket()+connect() "
                               "for every connection until the server accepted the last one.")
+    if same_rows:
+        md += ["", "## Same host: shared memory", "",
+               "softrdma as a user gets it between two processes on one host (the connection moves to shared "
+               "memory), next to softrdma's TCP path (`SOFTRDMA_SHM=0`, the tables above), UCX's shared-memory "
+               "transports (`UCX_TLS=posix,cma,self`) and this machine's copy limits (`bench/shm_baseline.c`: "
+               "process_vm_writev/readv between two processes, memcpy), all in the same round.", "",
+               "| target | limit | ratio | result |", "|---|---|---|---|"]
+        for t in same_tgts:
+            ratio = "–" if t["ratio"] is None else f"{t['ratio']:.2f}"
+            res = t["status"] if t["status"] != "not measured" else f"not measured ({t['why']})"
+            md.append(f"| {t['target']} | {t['limit']} | {ratio} | **{res}** |")
+        md += ["", "| shape | softrdma (shm) | TCP path | ÷TCP path | UCX sm | ÷UCX sm | CMA | ÷CMA | memcpy | ÷memcpy |",
+               "|---|---|---|---|---|---|---|---|---|---|"]
+        for r in same_rows:
+            sv = fmt_stat(r["metric"], r["softrdma"]) if r["softrdma"] else note(r["softrdma_note"] or "not measured")
+            cells = []
+            for key in ("tcp_path", "ucx_sm", "cma", "memcpy"):
+                if key not in r["baselines"]:
+                    cells += ["–", "–"]
+                    continue
+                cells += list(bcell(r, key))
+            md.append(f"| {shape_name(r)} | {sv} | " + " | ".join(cells) + " |")
     if notes:
         md += ["", "Notes:", ""]
         md += [f"{i + 1}. {n}" for i, n in enumerate(notes)]
@@ -512,8 +614,10 @@ def main():
     series = load(outdir)
     rows = build(series)
     tgts = targets(rows)
+    same_rows = build_same_host(series)
+    same_tgts = same_host_targets(same_rows)
     notes = []
-    md = markdown(rows, tgts, env, notes)
+    md = markdown(rows, tgts, env, notes, same_rows, same_tgts)
     plot_err = plot(series, outdir)
     if plot_err:
         md += f"\nPlot: {plot_err}\n"
@@ -532,7 +636,8 @@ def main():
             if s.extra and any(s.extra.values()):
                 entry["extra_per_round"] = {str(k): v for k, v in sorted(s.extra.items())}
         raw[f"{stack}|{metric}|{test}|{size}|{qps}"] = entry
-    doc = {"env": env, "series": raw, "comparisons": rows, "targets": tgts, "notes": notes,
+    doc = {"env": env, "series": raw, "comparisons": rows, "targets": tgts,
+           "same_host": {"comparisons": same_rows, "targets": same_tgts}, "notes": notes,
            "plot": None if plot_err else "plot.svg", "plot_error": plot_err}
     with open(os.path.join(outdir, "results.json"), "w") as f:
         json.dump(doc, f, indent=1, ensure_ascii=False)

@@ -48,12 +48,16 @@ if [ ! -e "$LIB/libibverbs.so.1" ] || [ ! -e "$LIB/librdmacm.so.1" ]; then
     (cd "$ROOT" && cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null &&
         cmake --build build -j2 >/dev/null) || { log "build failed"; exit 1; }
 fi
-# The TCP connect+accept baseline: a tiny C program, built next to the project's build.
+# Baselines that are tiny C programs, built next to the project's build: TCP connect+accept,
+# and the machine's own same-host copy limits (process_vm_writev/readv, memcpy).
 TOOLS=$ROOT/build/bench_tools
 CONNRATE=$TOOLS/tcp_connrate
-if [ ! -x "$CONNRATE" ] || [ "$ROOT/bench/tcp_connrate.c" -nt "$CONNRATE" ]; then
-    mkdir -p "$TOOLS" && cc -O2 -Wall -o "$CONNRATE" "$ROOT/bench/tcp_connrate.c" || { log "cc failed"; exit 1; }
-fi
+SHMBASE=$TOOLS/shm_baseline
+for t in tcp_connrate shm_baseline; do
+    if [ ! -x "$TOOLS/$t" ] || [ "$ROOT/bench/$t.c" -nt "$TOOLS/$t" ]; then
+        mkdir -p "$TOOLS" && cc -O2 -Wall -o "$TOOLS/$t" "$ROOT/bench/$t.c" || { log "cc failed"; exit 1; }
+    fi
+done
 
 # ---------------------------------------------------------------- run bookkeeping
 RAW=$OUT/raw
@@ -142,6 +146,19 @@ run_pair() {
     done
     return 1
 }
+# run_one RAWFILE TIMEOUT CMD...: a single-process baseline, on CPU0.
+run_one() {
+    local raw=$1 t=$2
+    shift 2
+    RUN_CMD="$*"
+    echo "### $*" >"$raw"
+    timeout -k 3 "$t" "${CPIN[@]}" "$@" >>"$raw" 2>&1 </dev/null &
+    CPID=$!
+    wait "$CPID"
+    RUN_RC=$?
+    CPID=""
+    return $RUN_RC
+}
 # Stopped by a signal: end the pair that is running (their timeout wrappers pass it on).
 on_signal() {
     [ -n "$CPID" ] && kill -TERM "$CPID" 2>/dev/null
@@ -170,6 +187,8 @@ LAT_SIZES=(8 64 512 4096 32768)
 BW_SIZES=(1024 4096 16384 65536 262144 1048576)
 Q4_SIZES=(4096 65536 1048576)
 RATE_SIZE=64
+SHM_LAT_SIZES=(8 4096) # the same-host section
+SHM_BW_SIZES=(65536 1048576)
 LAT_ITERS=10000   # round trips per latency run (3000 above 4 KiB)
 BW_BYTES=1073741824
 BW_MAX_ITERS=100000
@@ -178,7 +197,7 @@ SP_TIME=1         # seconds per sockperf run
 IPERF_TIME=2      # seconds per iperf3 run
 CONNS=1000
 if [ "$QUICK" = 1 ]; then
-    REPS=1 LAT_SIZES=(8 4096) BW_SIZES=(4096 65536 1048576) Q4_SIZES=(65536)
+    REPS=1 LAT_SIZES=(8 4096) BW_SIZES=(4096 65536 1048576) Q4_SIZES=(65536) SHM_LAT_SIZES=(8)
     LAT_ITERS=2000 BW_BYTES=134217728 BW_MAX_ITERS=20000 RATE_ITERS=20000 IPERF_TIME=1 CONNS=200
 fi
 lat_iters() { if [ "$1" -gt 4096 ]; then echo $((LAT_ITERS * 3 / 10)); else echo "$LAT_ITERS"; fi; }
@@ -189,14 +208,19 @@ bw_iters() { # per QP: about BW_BYTES in total, a round number of thousands
     echo $n
 }
 
-SR=(env "LD_LIBRARY_PATH=$LIB")
+# The TCP-path section forces TCP (same-host connections otherwise move to shared memory);
+# the same-host section runs softrdma as a user gets it.
+SR=(env "LD_LIBRARY_PATH=$LIB" SOFTRDMA_SHM=0)
+SR_SHM=(env "LD_LIBRARY_PATH=$LIB")
+SR_STACK=softrdma
 PT=(-d sr_lo -x 0 -F -p @PORT@) # sr_lo: softrdma's device for the loopback interface
 UCX=(env UCX_TLS=tcp UCX_NET_DEVICES=lo)
+UCX_SM=(env UCX_TLS=posix,cma,self) # UCX's shared-memory transports, as Debian builds them
 OFI=(env FI_TCP_IFACE=lo FI_UDP_IFACE=lo FI_SOCKETS_IFACE=lo) # else libfabric picks eth0's address
 
-# perftest on softrdma: PROG SIZE ITERS QPS
+# perftest on softrdma: PROG SIZE ITERS QPS (SR_STACK=softrdma_shm with SR=SR_SHM: same host)
 sr_perftest() {
-    local prog=$1 size=$2 n=$3 q=$4 raw=$RAW/softrdma.$1.s$2.q$4.r$rep.txt metric=bw op
+    local prog=$1 size=$2 n=$3 q=$4 raw=$RAW/$SR_STACK.$1.s$2.q$4.r$rep.txt metric=bw op
     op=$(echo "$prog" | sed -E 's/^ib_(send|write|read)_.*/\1/' | tr a-z A-Z)
     case $prog in
     *_lat) metric=lat ;;
@@ -206,15 +230,54 @@ sr_perftest() {
     [ "$metric" = lat ] || qa=(-q "$q") # the latency tests take no -q
     run_pair "$raw" 60 "${SR[@]}" "$prog" "${PT[@]}" -s "$size" -n "$n" "${qa[@]}" -- \
         "${SR[@]}" "$prog" "${PT[@]}" -s "$size" -n "$n" "${qa[@]}" "$ADDR"
-    record softrdma "$metric" "$op" "$size" "$q" "$rep" "$prog" "$raw"
+    record "$SR_STACK" "$metric" "$op" "$size" "$q" "$rep" "$prog" "$raw"
 }
-# ucx_perftest: TEST SIZE ITERS METRIC [extra client args]
+# ucx_perftest: TEST SIZE ITERS METRIC [extra client args] (UCX_STACK=ucx_sm: shared memory)
+UCX_STACK=ucx
 ucx_run() {
-    local t=$1 size=$2 n=$3 metric=$4 raw=$RAW/ucx.$1.s$2.$4.r$rep.txt
+    local t=$1 size=$2 n=$3 metric=$4 raw=$RAW/$UCX_STACK.$1.s$2.$4.r$rep.txt
+    local -a env=("${UCX[@]}")
+    [ "$UCX_STACK" = ucx_sm ] && env=("${UCX_SM[@]}")
     shift 4
-    run_pair "$raw" 60 "${UCX[@]}" ucx_perftest -p @PORT@ -- \
-        "${UCX[@]}" ucx_perftest "$ADDR" -p @PORT@ -t "$t" -s "$size" -n "$n" -w $((n / 10 + 1)) "$@"
-    record ucx "$metric" "$t" "$size" 1 "$rep" ucx_perftest "$raw"
+    run_pair "$raw" 60 "${env[@]}" ucx_perftest -p @PORT@ -- \
+        "${env[@]}" ucx_perftest "$ADDR" -p @PORT@ -t "$t" -s "$size" -n "$n" -w $((n / 10 + 1)) "$@"
+    record "$UCX_STACK" "$metric" "$t" "$size" 1 "$rep" ucx_perftest "$raw"
+}
+# The same-host section: softrdma's shared-memory path (as users get it), UCX's shared-memory
+# transports, and this machine's copy limits, the same shapes in the same round.
+same_host_round() {
+    local s p saved=("${SR[@]}")
+    SR=("${SR_SHM[@]}") SR_STACK=softrdma_shm
+    for s in "${SHM_LAT_SIZES[@]}"; do
+        for p in ib_send_lat ib_write_lat ib_read_lat; do sr_perftest $p "$s" "$(lat_iters "$s")" 1; done
+    done
+    for s in "${SHM_BW_SIZES[@]}"; do
+        for p in ib_send_bw ib_write_bw ib_read_bw; do sr_perftest $p "$s" "$(bw_iters "$s" 1)" 1; done
+    done
+    for p in ib_send_bw ib_write_bw; do sr_perftest $p "$RATE_SIZE" "$RATE_ITERS" 1; done
+    SR=("${saved[@]}") SR_STACK=softrdma
+    UCX_STACK=ucx_sm
+    for s in "${SHM_LAT_SIZES[@]}"; do
+        ucx_run tag_lat "$s" "$(lat_iters "$s")" lat
+        ucx_run ucp_put_lat "$s" "$(lat_iters "$s")" lat
+        ucx_run ucp_get "$s" $(($(lat_iters "$s") / 20)) lat -O 1
+    done
+    for s in "${SHM_BW_SIZES[@]}"; do
+        n=$(bw_iters "$s" 1)
+        ucx_run tag_bw "$s" "$n" bw
+        ucx_run ucp_put_bw "$s" "$n" bw
+        ucx_run ucp_get "$s" $((n / 10 + 100)) bw -O 16
+    done
+    ucx_run tag_bw "$RATE_SIZE" "$RATE_ITERS" rate
+    ucx_run ucp_put_bw "$RATE_SIZE" "$RATE_ITERS" rate
+    UCX_STACK=ucx
+    for s in "${SHM_BW_SIZES[@]}"; do
+        for p in cma_write cma_read memcpy; do
+            raw=$RAW/mem.$p.s$s.r$rep.txt
+            run_one "$raw" 60 "$SHMBASE" "$p" "$s"
+            record mem bw "$p" "$s" 1 "$rep" shm_baseline "$raw"
+        done
+    done
 }
 
 # Shapes a baseline cannot run, with the reason (the report shows them instead of a number).
@@ -302,6 +365,9 @@ for ((rep = 1; rep <= REPS; rep++)); do
     raw=$RAW/tcp.connrate.r$rep.txt
     run_pair "$raw" 60 "$CONNRATE" server @PORT@ "$CONNS" -- "$CONNRATE" client "$ADDR" @PORT@ "$CONNS"
     record tcp conn tcp_connrate "$CONNS" 1 "$rep" tcp_connrate "$raw"
+
+    log "round $rep/$REPS: same host (shared memory)"
+    same_host_round
 done
 
 # ---------------------------------------------------------------- environment and report
