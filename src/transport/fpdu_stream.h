@@ -177,6 +177,7 @@ class FpduStream {
     bool sock_event_ = false;
     bool kick_owed_ = false;  // a wake-up asked for before our own switch
     uint64_t next_sock_check_ns_ = 0;
+    uint32_t empty_reads_ = 0;
     static constexpr size_t kMaxSmallFrame =
         wire::kMaxHeaderLen + kScratchPayloadMax + 3 + wire::kCrcLen;
     std::array<uint8_t, kMaxSmallFrame> marker_{};  // the frame our switch comes after

@@ -906,10 +906,10 @@ void Qp::apply_injected_fault(Lock &lk) {
     }
 }
 
-bool Qp::poller_active() const {
+bool Qp::poller_active(uint64_t now) const {
     const uint64_t last =
         std::max(scq_ ? scq_->last_poll_ns() : 0, rcq_ ? rcq_->last_poll_ns() : 0);
-    return last && now_ns() - last < kPollerWindowNs;
+    return last && now - last < kPollerWindowNs;
 }
 
 // The engine watches the socket (one-shot) only while no application thread is polling
@@ -919,11 +919,12 @@ void Qp::update_interest(Lock &) {
     const int fd = stream_ ? stream_->fd() : ud_fd_.get();
     if (fd < 0 || destroyed_) return;
     if (!stream_) mcast_interest();
-    if (poller_active()) {
+    const uint64_t now = now_ns();  // one clock read: this runs on every poll
+    if (poller_active(now)) {
         // An event will come and the engine stand down then; but on shared memory no event
         // comes unless we asked the peer for one, which we do only once nobody polls.
         if (armed_mask_ && !(stream_ && stream_->shm_rx())) return;
-        arm_timer_at(now_ns() + kPollerWindowNs);
+        arm_timer_at(now + kPollerWindowNs, now);
         return;
     }
     // On shared memory the peer wakes us with a byte on the socket, after it wrote or once
@@ -1003,8 +1004,7 @@ void Qp::arm_timer(Lock &) {
     if (when != UINT64_MAX) arm_timer_at(when);
 }
 
-void Qp::arm_timer_at(uint64_t when) {
-    const uint64_t now = now_ns();
+void Qp::arm_timer_at(uint64_t when, uint64_t now) {
     uint64_t cur = timer_at_.load();
     if (cur && cur <= when && cur > now) return;
     timer_at_.store(when);

@@ -15,6 +15,7 @@
 #include <span>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/fault_plan.h"
 
 #include "transport/fpdu_stream.h"
@@ -188,8 +189,10 @@ class Qp : public ibv_qp_ex,
     void progress(Lock &lk, bool rx = true);
     bool defer_send(Lock &lk);
     void arm_timer(Lock &lk);
-    void arm_timer_at(uint64_t when);
-    bool poller_active() const;
+    void arm_timer_at(uint64_t when) { arm_timer_at(when, now_ns()); }
+    void arm_timer_at(uint64_t when, uint64_t now);
+    bool poller_active(uint64_t now) const;
+    bool poller_active() const { return poller_active(now_ns()); }
     void update_interest(Lock &lk);
     void drive_from_engine();
     uint64_t retry_budget_ns(bool tcp_recovering) const;
