@@ -29,7 +29,9 @@ int64_t ShmRing::write(const iovec *iov, int cnt) {
             len -= k;
         }
     }
-    if (pos != head) ctl_->head.store(pos, std::memory_order_release);
+    // seq_cst, as the flag load in take_reader_wake: against the reader's flag store and head
+    // load in sleep() (both seq_cst), one of the two sees the other, so no wake-up is lost.
+    if (pos != head) ctl_->head.store(pos, std::memory_order_seq_cst);
     return int64_t(pos - head);
 }
 
@@ -40,18 +42,16 @@ uint64_t ShmRing::room() const {
 }
 
 bool ShmRing::wait_for_room() {
-    ctl_->writer_waiting.store(1, std::memory_order_relaxed);
-    // Pairs with the fence in take_writer_wake: either the consumer sees the flag, or we see
-    // its new tail.
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    // Flag store, then tail load, both seq_cst, against the consumer's tail store and flag
+    // load: either it sees our flag, or we see its new tail.
+    ctl_->writer_waiting.store(1, std::memory_order_seq_cst);
     const uint64_t used =
-        ctl_->head.load(std::memory_order_relaxed) - ctl_->tail.load(std::memory_order_acquire);
+        ctl_->head.load(std::memory_order_relaxed) - ctl_->tail.load(std::memory_order_seq_cst);
     return used < cap_;
 }
 
 bool ShmRing::take_reader_wake() {
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    return ctl_->reader_sleeping.load(std::memory_order_relaxed) &&
+    return ctl_->reader_sleeping.load(std::memory_order_seq_cst) &&
            ctl_->reader_sleeping.exchange(0, std::memory_order_relaxed);
 }
 
@@ -76,7 +76,7 @@ int64_t ShmRing::read(const iovec *iov, int cnt) {
             len -= k;
         }
     }
-    if (pos != tail) ctl_->tail.store(pos, std::memory_order_release);
+    if (pos != tail) ctl_->tail.store(pos, std::memory_order_seq_cst);  // as in write()
     return int64_t(pos - tail);
 }
 
@@ -85,16 +85,13 @@ bool ShmRing::readable() const {
 }
 
 bool ShmRing::sleep() {
-    ctl_->reader_sleeping.store(1, std::memory_order_relaxed);
-    // Pairs with the fence in take_reader_wake: either the producer sees the flag, or we see
-    // its new head.
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    return readable();
+    // Flag store, then head load, both seq_cst: see write().
+    ctl_->reader_sleeping.store(1, std::memory_order_seq_cst);
+    return ctl_->head.load(std::memory_order_seq_cst) != ctl_->tail.load(std::memory_order_relaxed);
 }
 
 bool ShmRing::take_writer_wake() {
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    return ctl_->writer_waiting.load(std::memory_order_relaxed) &&
+    return ctl_->writer_waiting.load(std::memory_order_seq_cst) &&
            ctl_->writer_waiting.exchange(0, std::memory_order_relaxed);
 }
 
