@@ -63,6 +63,7 @@ class Cq : public ibv_cq_ex {
     static int next_poll_cb(ibv_cq_ex *cq);
     static void end_poll_cb(ibv_cq_ex *cq);
 
+    const bool stamps_;  // the CQ was created to report completion timestamps
     CompChannel *chan_;
     std::mutex mu_;
     std::unique_ptr<DomainMemory> mem_;
