@@ -28,9 +28,6 @@ struct Endpoint {
     std::array<uint8_t, 16> addr;
     uint16_t port;
     bool operator==(const Endpoint &) const = default;
-    bool operator<(const Endpoint &o) const {
-        return addr != o.addr ? addr < o.addr : port < o.port;
-    }
 };
 
 struct Header {
@@ -88,11 +85,6 @@ bool shm_enabled() {
 bool shm_same_host(int sock) {
     Endpoint l, p;
     return endpoints(sock, l, p) && l.addr == p.addr;
-}
-
-bool shm_i_offer(int sock) {
-    Endpoint l, p;
-    return endpoints(sock, l, p) && l < p;
 }
 
 ShmLink::~ShmLink() {

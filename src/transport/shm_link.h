@@ -19,8 +19,6 @@ bool shm_enabled();
 // True if the connected TCP socket `sock` leads to this host, in this network namespace:
 // its local and peer addresses are the same address.
 bool shm_same_host(int sock);
-// Exactly one end of a connection offers: the one whose (address, port) is smaller.
-bool shm_i_offer(int sock);
 
 class ShmLink {
     struct Token {

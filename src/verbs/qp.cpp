@@ -852,6 +852,12 @@ void Qp::progress(Lock &lk, bool rx) {
         arm_timer(lk);
         return;
     }
+    // Connections that never carry a request (a connection storm, cmtime) never pay for a
+    // shared-memory segment: the offer waits for the first request, sent or received.
+    if (shm_offer_due_ && (sq_count_ || executed_seq_ || recv_active_)) {
+        shm_offer_due_ = false;
+        shm_offer();
+    }
     if (rx) {
         if (sock_event_.exchange(false, std::memory_order_relaxed)) stream_->socket_event();
         bool progressed;

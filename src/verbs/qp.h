@@ -327,8 +327,10 @@ class Qp : public ibv_qp_ex,
     // Protocol state.
     std::unique_ptr<transport::FpduStream> stream_;
     std::shared_ptr<transport::MpaHandshake> handshake_;
-    bool ext_ = false;                     // both ends speak the softrdma extensions
-    bool shm_ok_ = false;                  // both ends may move the stream to shared memory
+    bool ext_ = false;            // both ends speak the softrdma extensions
+    bool shm_ok_ = false;         // both ends may move the stream to shared memory
+    bool shm_offerer_ = false;    // the end that accepted the TCP connection offers
+    bool shm_offer_due_ = false;  // a new stream: offer (or say why not) at its first request
     std::atomic<bool> sock_event_{false};  // the engine saw the socket readable
     bool connecting_ = false;
     bool tx_blocked_ = false;

@@ -172,6 +172,7 @@ bool Qp::adopt_stream(transport::MpaHandshake::Result &&r, Lock &lk) {
     const bool crc = (peer & wire::kMpaFlagCrc) || want_crc();
     ext_ = (peer & wire::kMpaFlagSoftrdmaExt) != 0;
     shm_ok_ = ext_ && (peer & wire::kMpaFlagSoftrdmaShm) && transport::shm_enabled();
+    shm_offerer_ = !r.peer.reply;        // we took the peer's request: we accepted the connection
     if (!ext_) fire_established_hook();  // such a peer sends no RTU
     peer_ird_ = r.peer.ird & wire::kMpaV2IrdOrdMask;
     stream_ = std::make_unique<transport::FpduStream>(std::move(r.fd), crc);
@@ -191,7 +192,7 @@ bool Qp::adopt_stream(transport::MpaHandshake::Result &&r, Lock &lk) {
         return false;
     }
     SR_DEBUG("qp %u: connected to qpn %u (ext=%d crc=%d)", qp_base.qp_num, remote_qpn_, ext_, crc);
-    shm_offer();
+    shm_offer_due_ = true;  // made with the first request either way (qp_shm.cpp)
     progress(lk);
     return true;
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// Same-host connections move to shared memory: once the stream is up, the end with the
-// smaller TCP endpoint offers a segment, the other opens it or declines, and each direction
+// Same-host connections move to shared memory: with the first request, the end that accepted
+// the TCP connection offers a segment, the other opens it or declines, and each direction
 // switches at a marker frame (docs/wire.md §3.6). The protocol above (sequence numbers, ACKs,
 // RNR, errors) does not change: the ring carries the very frames TCP would.
 #include <unistd.h>
@@ -45,7 +45,7 @@ void Qp::shm_offer() {
                  qp_base.qp_num);
         return;
     }
-    if (!transport::shm_i_offer(fd)) return;  // the peer offers; its answer is logged
+    if (!shm_offerer_) return;  // the peer offers; our answer is logged
     auto link = transport::ShmLink::create(fd);
     if (!link) {
         SR_DEBUG("qp %u: stays on TCP: no shared memory segment (errno %d)", qp_base.qp_num, errno);
@@ -72,7 +72,7 @@ bool Qp::handle_shm_control(const wire::ControlPayload &c) {
     const int fd = stream_->fd();
     switch (c.type) {
         case wire::ControlType::kShmOffer: {
-            if (stream_->shm() || transport::shm_i_offer(fd)) return false;  // we offer, or twice
+            if (stream_->shm() || shm_offerer_) return false;  // we offer, or twice
             auto decline = [&](wire::ShmDecline why) {
                 SR_DEBUG("qp %u: stays on TCP: declined the offer: %s", qp_base.qp_num,
                          decline_words(why));
@@ -103,7 +103,7 @@ bool Qp::handle_shm_control(const wire::ControlPayload &c) {
                      remote_qpn_, (unsigned long long)(stream_->shm()->ring_bytes() / 1024));
             return true;
         case wire::ControlType::kShmSwitch:
-            if (!stream_->shm() || stream_->shm_rx() || transport::shm_i_offer(fd)) return false;
+            if (!stream_->shm() || stream_->shm_rx() || shm_offerer_) return false;
             stream_->shm_switch_rx();
             return true;
         case wire::ControlType::kShmDecline:

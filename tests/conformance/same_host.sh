@@ -5,9 +5,9 @@
 #   1. both ends as they are: each end's SOFTRDMA_DEBUG line says "shared memory with qpn",
 #      and 500 pings verified by rping -V (RDMA READ, WRITE and SENDs) pass;
 #   2. the server with SOFTRDMA_SHM=0: both say why they stay on TCP, the pings pass;
-#   3. (as root) the client as user nobody: it may not open a root process's segment (or
-#      root's offer is refused), so the connection stays on TCP with the reason in one line,
-#      and the pings pass.
+#   3. (as root) the client as user nobody: the server (the end that accepted the connection)
+#      offers, and nobody may not open a root process's segment, so the connection stays on
+#      TCP with the reason in one line, and the pings pass.
 . "$(dirname "${BASH_SOURCE[0]}")/lib/lib.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/lib/cm.sh"
 conf_init "$@"

@@ -158,10 +158,7 @@ TEST(ShmLink, TheAccepterFindsTheOfferersSegment) {
     TcpPair p;
     EXPECT_TRUE(shm_same_host(p.client.get()));
     EXPECT_TRUE(shm_same_host(p.server.get()));
-    // Exactly one end offers.
-    ASSERT_NE(shm_i_offer(p.client.get()), shm_i_offer(p.server.get()));
-    const int offer_sock = shm_i_offer(p.client.get()) ? p.client.get() : p.server.get();
-    const int accept_sock = offer_sock == p.client.get() ? p.server.get() : p.client.get();
+    const int offer_sock = p.server.get(), accept_sock = p.client.get();
     auto offer = ShmLink::create(offer_sock);
     ASSERT_TRUE(offer);
     ShmLink::OpenError err;
@@ -177,8 +174,7 @@ TEST(ShmLink, TheAccepterFindsTheOfferersSegment) {
 
 TEST(ShmLink, AnotherConnectionsSegmentOrAnyOtherFileIsRefused) {
     TcpPair p, q;
-    const int offer_sock = shm_i_offer(p.client.get()) ? p.client.get() : p.server.get();
-    const int accept_sock = offer_sock == p.client.get() ? p.server.get() : p.client.get();
+    const int offer_sock = p.server.get(), accept_sock = p.client.get();
     auto offer = ShmLink::create(offer_sock);
     ASSERT_TRUE(offer);
     ShmLink::OpenError err;
