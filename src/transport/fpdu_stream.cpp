@@ -380,7 +380,9 @@ IoStatus FpduStream::pump_rx(StreamHandler &h, int max_segments, bool &progresse
                 if (r.status == wire::DecodeStatus::kNeedMore) {
                     // Everything read so far is handled: report it now rather than spend a
                     // recv() that most likely finds nothing before the caller sees it.
-                    if (handled && staged() == 0) return IoStatus::kOk;
+                    // (On the ring that costs no syscall: keep reading, so everything the
+                    // peer wrote is read before the caller writes.)
+                    if (handled && staged() == 0 && !rx_shm_) return IoStatus::kOk;
                     if (!refill(st)) return st;
                     continue;
                 }

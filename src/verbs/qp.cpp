@@ -871,7 +871,21 @@ void Qp::progress(Lock &lk, bool rx) {
     }
     bool blocked;
     auto ts = stream_->pump_tx(*this, blocked);
-    if (ts != transport::IoStatus::kOk) return on_stream_lost(lk, false);
+    if (ts != transport::IoStatus::kOk) {
+        // The peer may have left its last frames (a NAK, a TERMINATE) before it closed, and
+        // on shared memory they sit in the ring, not in front of the socket's end: read them
+        // before calling the connection lost.
+        const bool was_fatal = fatal_pending_;
+        bool more;
+        stream_->pump_rx(*this, 256, more);
+        if (destroyed_ || !stream_) return;
+        if (fatal_pending_ && !was_fatal) {
+            move_to_error(lk);
+            if (cm_managed_ && cm_hook_) transport::ProgressEngine::get().post(cm_hook_);
+            return;
+        }
+        return on_stream_lost(lk, false);
+    }
     if (fatal_pending_ && !term_pending_ && !stream_->tx_pending()) {
         // Our NAK/TERMINATE went out: the connection ends here, as iWARP closes after one.
         move_to_error(lk);
