@@ -80,8 +80,10 @@ pt() {
     ((CONF_FAILS == before)) && pass "$name: $prog $* -> '$line'${SAMPLE_NOTE:+ (data:$SAMPLE_NOTE)}"
 }
 
-# Result lines: bandwidth "<bytes> <iters> <peak> <avg> <rate>", latency "<bytes> <iters>" + 7 figures.
+# Result lines: bandwidth "<bytes> <iters> <peak> <avg> <rate>", latency "<bytes> <iters>" + 7
+# figures: min, max, typical, average, stdev, 99% and 99.9%. perftest prints the stdev as -nan
+# when its variance sum loses precision (a max a thousand times the min); the others are numbers.
 bw() { echo "^$S*$1$S+[0-9]+$S+$N$S+$N$S+$N$S*\$"; }
-lat() { echo "^$S*$1$S+[0-9]+($S+$N){7}$S*\$"; }
+lat() { echo "^$S*$1$S+[0-9]+($S+$N){4}$S+($N|-?nan)($S+$N){2}$S*\$"; }
 K64=65536
 M8=8388608
