@@ -35,9 +35,10 @@ int64_t ShmRing::write(const iovec *iov, int cnt) {
     return int64_t(pos - head);
 }
 
+// The tail is loaded seq_cst (a plain load on x86) so that wait_for_room can use this.
 uint64_t ShmRing::room() const {
     const uint64_t used =
-        ctl_->head.load(std::memory_order_relaxed) - ctl_->tail.load(std::memory_order_acquire);
+        ctl_->head.load(std::memory_order_relaxed) - ctl_->tail.load(std::memory_order_seq_cst);
     return used > cap_ ? 0 : cap_ - used;
 }
 
@@ -45,9 +46,7 @@ bool ShmRing::wait_for_room() {
     // Flag store, then tail load, both seq_cst, against the consumer's tail store and flag
     // load: either it sees our flag, or we see its new tail.
     ctl_->writer_waiting.store(1, std::memory_order_seq_cst);
-    const uint64_t used =
-        ctl_->head.load(std::memory_order_relaxed) - ctl_->tail.load(std::memory_order_seq_cst);
-    return used < cap_;
+    return room() > 0;
 }
 
 bool ShmRing::take_reader_wake() {
@@ -80,14 +79,15 @@ int64_t ShmRing::read(const iovec *iov, int cnt) {
     return int64_t(pos - tail);
 }
 
+// The head is loaded seq_cst (a plain load on x86) so that sleep can use this.
 bool ShmRing::readable() const {
-    return ctl_->head.load(std::memory_order_acquire) != ctl_->tail.load(std::memory_order_relaxed);
+    return ctl_->head.load(std::memory_order_seq_cst) != ctl_->tail.load(std::memory_order_relaxed);
 }
 
 bool ShmRing::sleep() {
     // Flag store, then head load, both seq_cst: see write().
     ctl_->reader_sleeping.store(1, std::memory_order_seq_cst);
-    return ctl_->head.load(std::memory_order_seq_cst) != ctl_->tail.load(std::memory_order_relaxed);
+    return readable();
 }
 
 bool ShmRing::take_writer_wake() {

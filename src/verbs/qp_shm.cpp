@@ -17,8 +17,6 @@ namespace {
 
 const char *decline_words(wire::ShmDecline why) {
     switch (why) {
-        case wire::ShmDecline::kDisabled:
-            return "shared memory is off there (SOFTRDMA_SHM=0)";
         case wire::ShmDecline::kNotSameHost:
             return "the ends are on different hosts or network namespaces";
         case wire::ShmDecline::kCannotOpen:

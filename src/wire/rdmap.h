@@ -133,8 +133,7 @@ enum class ControlType : uint8_t {
     kShmDecline = 10,  // arg = why (ShmDecline)
     kShmSwitch = 11,   // the offerer's last frame on TCP; its frames after it use the ring
 };
-enum class ShmDecline : uint32_t {
-    kDisabled = 1,
+enum class ShmDecline : uint32_t {  // 1 is not used (an end that has it off never offers)
     kNotSameHost = 2,
     kCannotOpen = 3,
     kBadSegment = 4

@@ -144,14 +144,8 @@ TEST(SameHost, SleepingReceiverIsWoken) {
         ep.exchange_and_connect(oob);
         for (int i = 0; i < kRounds; ++i) {
             ep.post_recv(uint64_t(i), 64, 1);
-            PCHECK_EQ(ibv_req_notify_cq(ep.cq, 0), 0);
             oob.barrier();
-            ibv_cq *cq;
-            void *ctx;
-            PCHECK_EQ(ibv_get_cq_event(ep.chan, &cq, &ctx), 0);
-            ibv_ack_cq_events(cq, 1);
-            ibv_wc wc;
-            PCHECK_EQ(ibv_poll_cq(ep.cq, 1, &wc), 1);
+            const ibv_wc wc = wait_wc_sleeping(ep);
             PCHECK_EQ(wc.status, IBV_WC_SUCCESS);
             PCHECK_EQ(ep.buf[64], uint8_t(i));
         }
