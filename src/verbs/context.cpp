@@ -84,7 +84,8 @@ void fill_device_attr(const Device &dev, ibv_device_attr &a) {
     a.device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_CURR_QP_STATE_MOD |
                          IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_PORT_ACTIVE_EVENT |
                          IBV_DEVICE_SRQ_RESIZE | IBV_DEVICE_N_NOTIFY_CQ | IBV_DEVICE_MEM_WINDOW |
-                         IBV_DEVICE_MEM_WINDOW_TYPE_2B;
+                         IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_RAW_IP_CSUM |
+                         IBV_DEVICE_MANAGED_FLOW_STEERING;
     a.max_sge = kMaxSge;
     a.max_sge_rd = kMaxSge;
     a.max_cq = 1 << 20;

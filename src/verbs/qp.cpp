@@ -120,20 +120,37 @@ std::shared_ptr<Qp> Qp::create(Context *ctx, ibv_qp_init_attr_ex &a, int &err) {
     err = 0;
     const long long type = enum_value(a.qp_type);
     if (type != IBV_QPT_RC && type != IBV_QPT_UC && type != IBV_QPT_UD &&
-        type != IBV_QPT_XRC_SEND && type != IBV_QPT_XRC_RECV) {
+        type != IBV_QPT_XRC_SEND && type != IBV_QPT_XRC_RECV && type != IBV_QPT_RAW_PACKET) {
         err = refuse(EOPNOTSUPP, "ibv_create_qp",
-                     "qp_type %lld: RC, UC, UD, XRC_SEND and XRC_RECV QPs exist", type);
+                     "qp_type %lld: RC, UC, UD, XRC_SEND, XRC_RECV and RAW_PACKET QPs exist",
+                     type);
         return nullptr;
     }
     const uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD |
                            IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
-                           IBV_QP_INIT_ATTR_MAX_TSO_HEADER;
+                           IBV_QP_INIT_ATTR_MAX_TSO_HEADER | IBV_QP_INIT_ATTR_IND_TABLE |
+                           IBV_QP_INIT_ATTR_RX_HASH;
     if (a.comp_mask & ~known) {
         err = refuse(EOPNOTSUPP, "ibv_create_qp_ex", "comp_mask bits 0x%x are not supported",
                      a.comp_mask & ~known);
         return nullptr;
     }
-    if (type == IBV_QPT_XRC_RECV) {
+    const bool rss = a.comp_mask & (IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH);
+    if (rss && type != IBV_QPT_RAW_PACKET) {
+        err = refuse(EINVAL, "ibv_create_qp_ex", "only raw packet QPs spread receives (RSS)");
+        return nullptr;
+    }
+    if (rss) {
+        // Receives only, into the table's WQs: no send queue, receive queue or CQs of its own.
+        if ((err = raw_check_rss(a)) != 0) return nullptr;
+        if (!(a.comp_mask & IBV_QP_INIT_ATTR_PD) || !a.pd) {
+            err = refuse(EINVAL, "ibv_create_qp_ex", "an RSS QP needs a PD");
+            return nullptr;
+        }
+        a.send_cq = a.recv_cq = nullptr;
+        a.srq = nullptr;
+        a.cap = {};
+    } else if (type == IBV_QPT_XRC_RECV) {
         // Only a domain: its PD, receives and CQ are those of the SRQ each request names.
         if (!(a.comp_mask & IBV_QP_INIT_ATTR_XRCD) || !a.xrcd) {
             err = refuse(EINVAL, "ibv_create_qp", "an XRC_RECV QP needs its XRC domain");
@@ -178,7 +195,7 @@ std::shared_ptr<Qp> Qp::create(Context *ctx, ibv_qp_init_attr_ex &a, int &err) {
     c.max_inline_data = std::max(c.max_inline_data, 64u);
     if (type == IBV_QPT_XRC_RECV || type == IBV_QPT_XRC_SEND) {
         c.max_recv_wr = c.max_recv_sge = 0;
-    } else if (a.srq) {
+    } else if (a.srq || rss) {
         c.max_recv_wr = 0;
         c.max_recv_sge = 0;
     } else {
@@ -197,13 +214,14 @@ std::shared_ptr<Qp> Qp::create(Context *ctx, ibv_qp_init_attr_ex &a, int &err) {
         return nullptr;
     }
     qp->block_self_mcast_ = create_flags & IBV_QP_CREATE_BLOCK_SELF_MCAST_LB;
-    if (type == IBV_QPT_UD) {
-        if ((err = qp->ud_open()) != 0) return nullptr;
+    if (type == IBV_QPT_UD || type == IBV_QPT_RAW_PACKET) {
+        if ((err = type == IBV_QPT_UD ? qp->ud_open() : qp->raw_open(a)) != 0) return nullptr;
         if (!qp->ud_watch()) {
             err = errno ? errno : ENOMEM;
             return nullptr;
         }
-    } else {
+    }
+    if (type != IBV_QPT_UD) {
         const uint32_t qpn = transport::register_qp(qp);
         if (!qpn) {
             err = errno ? errno : ENOMEM;
@@ -218,6 +236,7 @@ std::shared_ptr<Qp> Qp::create(Context *ctx, ibv_qp_init_attr_ex &a, int &err) {
         return qp;
     }
     pd_hold(a.pd);
+    if (rss) qp->raw_attach(a.rwq_ind_tbl);
     for (Cq *cq : {qp->scq_, qp->rcq_}) {
         if (!cq) continue;
         cq->add_user();
@@ -239,8 +258,15 @@ void Qp::shutdown() {
             stream_.reset();
         }
         hs = std::move(handshake_);
-        if (ud_fd_) {
-            transport::ProgressEngine::get().unwatch(ud_fd_.get());
+        if (ud_fd_) transport::ProgressEngine::get().unwatch(ud_fd_.get());
+        if (qp_base.qp_type == IBV_QPT_RAW_PACKET) {
+            const RawDrops &d = raw_drops_;
+            SR_DEBUG("qp %u: raw frames dropped: no receive %llu, not ready %llu, by a DROP rule "
+                     "%llu, send failed %llu",
+                     qp_base.qp_num, (unsigned long long)d.no_recv,
+                     (unsigned long long)d.not_ready, (unsigned long long)d.rule_drop,
+                     (unsigned long long)d.send_failed);
+        } else if (ud_fd_) {
             if (mc_fd_) transport::ProgressEngine::get().unwatch(mc_fd_.get());
             const UdDrops &d = ud_drops_;
             SR_DEBUG(
@@ -253,7 +279,7 @@ void Qp::shutdown() {
         }
     }
     if (hs) hs->cancel();
-    if (qp_base.qp_type != IBV_QPT_UD) transport::unregister_qp(qp_base.qp_num);
+    if (qp_base.qp_type != IBV_QPT_UD) transport::unregister_qp(qp_base.qp_num);  // raw too
     while (callbacks_.load()) std::this_thread::yield();  // engine callbacks drain
     if (xrcd_) {
         xrc_release();
@@ -266,6 +292,7 @@ void Qp::shutdown() {
         cq->drop_user();
     }
     if (srq_) srq_->drop_user();
+    raw_close();
     pd_release(qp_base.pd);
 }
 
@@ -627,9 +654,10 @@ int Qp::post_send(ibv_send_wr *wr, ibv_send_wr **bad) {
         return refuse(EINVAL, "ibv_post_send", "the QP is in %s: sending needs RTS (or ERR)",
                       destroyed_ ? "destruction" : qp_state_name(st));
     }
-    if (qp_base.qp_type == IBV_QPT_UD && st != IBV_QPS_ERR) {
+    const bool datagram = qp_base.qp_type == IBV_QPT_UD || qp_base.qp_type == IBV_QPT_RAW_PACKET;
+    if (datagram && st != IBV_QPS_ERR) {
         for (; wr; wr = wr->next) {
-            if (int e = ud_post_one(*wr)) {
+            if (int e = qp_base.qp_type == IBV_QPT_UD ? ud_post_one(*wr) : raw_post_one(*wr)) {
                 if (bad) *bad = wr;
                 return e;
             }
@@ -678,12 +706,13 @@ bool Qp::defer_send(Lock &) {
 int Qp::post_recv(ibv_recv_wr *wr, ibv_recv_wr **bad) {
     Lock lk(mu_);
     const bool xrc = qp_base.qp_type == IBV_QPT_XRC_SEND || qp_base.qp_type == IBV_QPT_XRC_RECV;
-    if (destroyed_ || srq_ || xrc || qp_base.state == IBV_QPS_RESET) {
+    if (destroyed_ || srq_ || xrc || rss_table_ || qp_base.state == IBV_QPS_RESET) {
         if (bad) *bad = wr;
         return refuse(EINVAL, "ibv_post_recv", "%s",
-                      xrc    ? "an XRC QP has no receive queue (XRC receives go to XRC SRQs)"
-                      : srq_ ? "the QP takes its receives from an SRQ (use ibv_post_srq_recv)"
-                             : "the QP is in RESET or being destroyed");
+                      xrc          ? "an XRC QP has no receive queue (XRC receives go to XRC SRQs)"
+                      : srq_       ? "the QP takes its receives from an SRQ (use ibv_post_srq_recv)"
+                      : rss_table_ ? "an RSS QP receives into its table's WQs (ibv_post_wq_recv)"
+                                   : "the QP is in RESET or being destroyed");
     }
     if (const int err = rq_.post(wr, bad)) return err;
     if (qp_base.state == IBV_QPS_ERR) flush_all(lk);
@@ -840,9 +869,9 @@ bool Qp::grant_retry_grace(uint64_t now) {
 void Qp::progress(Lock &lk, bool rx) {
     if (destroyed_) return;
     const ibv_qp_state st = qp_base.state;
-    if (qp_base.qp_type == IBV_QPT_UD) {
+    if (qp_base.qp_type == IBV_QPT_UD || qp_base.qp_type == IBV_QPT_RAW_PACKET) {
         // Drain in every state: datagrams for a QP not yet in RTR are dropped, as on hardware.
-        if (rx) ud_progress(lk);
+        if (rx) qp_base.qp_type == IBV_QPT_UD ? ud_progress(lk) : raw_progress(lk);
         update_interest(lk);
         return;
     }

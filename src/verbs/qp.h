@@ -27,12 +27,15 @@
 #include "verbs/parent_domain.h"
 #include "verbs/work_queue.h"
 #include "verbs/wr_batch.h"
+#include "wire/eth_frame.h"
 #include "wire/ud_header.h"
 
 namespace softrdma::verbs {
 
 struct Ah;
+struct Flow;
 struct Mw;
+struct RwqIndTable;
 struct Xrcd;
 
 class Context;
@@ -163,6 +166,12 @@ class Qp : public ibv_qp_ex,
     ibv_send_wr &wr_new(ibv_wr_opcode op);
     int wr_finish(bool commit);
 
+    // Raw packet QPs (qp_raw.cpp): the flow rules that choose the frames this QP receives.
+    static int raw_check_rss(const ibv_qp_init_attr_ex &a);
+    int raw_add_flow(Flow *f);
+    void raw_remove_flow(Flow *f);
+    bool raw_has_flows();
+
     // Multicast (qp_mcast.cpp): UD QPs receive a group's datagrams once attached.
     int attach_mcast(const uint8_t mgid[16]);
     int detach_mcast(const uint8_t mgid[16]);
@@ -262,6 +271,14 @@ class Qp : public ibv_qp_ex,
     void ud_take_errors(int fd);
     void ud_send_grant(const sockaddr *to, socklen_t len, uint32_t peer_qpn, uint32_t consumed);
     bool ud_recv_one(int fd, bool mcast);
+
+    // qp_raw.cpp
+    int raw_open(const ibv_qp_init_attr_ex &a);
+    void raw_attach(ibv_rwq_ind_table *table);
+    void raw_close();
+    int raw_post_one(const ibv_send_wr &wr);
+    void raw_progress(Lock &lk);
+    void raw_deliver(std::span<const uint8_t> frame, const wire::EthFrame &f);
 
     // qp_mcast.cpp
     void mcast_progress();
@@ -406,6 +423,18 @@ class Qp : public ibv_qp_ex,
     uint32_t ud_pend_head_ = 0, ud_pend_count_ = 0;
     transport::UdFlow ud_flow_;
     uint32_t ud_window_ = 0;  // datagrams each sender may have in flight to us
+
+    // Raw packet QPs: ud_fd_ is the packet socket and ud_buf_ the frame just received.
+    std::vector<Flow *> flows_;  // by priority
+    uint32_t raw_mtu_ = 0;
+    std::vector<uint8_t> raw_tx_;  // IBV_SEND_IP_CSUM fills checksums in a copy
+    RwqIndTable *rss_table_ = nullptr;  // an RSS QP: receives go to the table's WQs
+    std::vector<uint8_t> rss_key_;
+    uint64_t rss_fields_ = 0;
+    static constexpr size_t kMaxRssKey = 128;
+    struct RawDrops {
+        uint64_t no_recv = 0, not_ready = 0, rule_drop = 0, send_failed = 0;
+    } raw_drops_;
 
     // Multicast: one socket on the group port, joined to every attached group.
     struct McastGroup {

@@ -30,7 +30,8 @@ bool want_crc() {
 }  // namespace
 
 bool Qp::i_dial() const {
-    if (cm_managed_ || qp_base.qp_type == IBV_QPT_UD) return false;  // nothing to dial
+    if (cm_managed_ || qp_base.qp_type == IBV_QPT_UD || qp_base.qp_type == IBV_QPT_RAW_PACKET)
+        return false;  // nothing to dial
     const auto gids = ctx_->dev()->gids();
     const uint8_t idx = attr_.ah_attr.grh.sgid_index;
     if (idx >= gids.size()) return false;
@@ -132,7 +133,8 @@ transport::MpaHandshake::Decision Qp::on_hello(const wire::MpaFrame &req,
     const uint8_t peer_type = qp_base.qp_type == IBV_QPT_XRC_SEND   ? uint8_t(IBV_QPT_XRC_RECV)
                               : qp_base.qp_type == IBV_QPT_XRC_RECV ? uint8_t(IBV_QPT_XRC_SEND)
                                                                     : uint8_t(qp_base.qp_type);
-    if (hello.qp_type != peer_type) return reject(wire::QpHelloStatus::kBadType);
+    if (hello.qp_type != peer_type || qp_base.qp_type == IBV_QPT_RAW_PACKET)
+        return reject(wire::QpHelloStatus::kBadType);
     if (st == IBV_QPS_RESET || st == IBV_QPS_INIT) {
         d.kind = Kind::kDefer;  // the application has not given us the peer yet
         return d;

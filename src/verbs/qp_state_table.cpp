@@ -4,7 +4,7 @@ namespace softrdma::verbs {
 namespace {
 
 // XRC_SEND follows the kernel's XRC_INI column, XRC_RECV its XRC_TGT column.
-enum TypeIdx { kUd = 0, kUc = 1, kRc = 2, kXrcIni = 3, kXrcTgt = 4, kNumTypes = 5 };
+enum TypeIdx { kUd = 0, kUc = 1, kRc = 2, kXrcIni = 3, kXrcTgt = 4, kRaw = 5, kNumTypes = 6 };
 
 struct Rule {
     bool valid = false;
@@ -27,12 +27,15 @@ struct Table {
         reset_init.req[kUd] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY;
         reset_init.req[kUc] = reset_init.req[kRc] = reset_init.req[kXrcIni] =
             reset_init.req[kXrcTgt] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+        // A raw packet QP has a port and nothing else to set; RTR and RTS take nothing.
+        reset_init.req[kRaw] = IBV_QP_PORT;
 
         Rule &init_init = r[IBV_QPS_INIT][IBV_QPS_INIT];
         init_init.valid = true;
         init_init.opt[kUd] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY;
         init_init.opt[kUc] = init_init.opt[kRc] = init_init.opt[kXrcIni] = init_init.opt[kXrcTgt] =
             IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+        init_init.opt[kRaw] = IBV_QP_PORT;
 
         Rule &init_rtr = r[IBV_QPS_INIT][IBV_QPS_RTR];
         init_rtr.valid = true;
@@ -127,6 +130,8 @@ int type_index(ibv_qp_type t) {
             return kXrcIni;
         case IBV_QPT_XRC_RECV:
             return kXrcTgt;
+        case IBV_QPT_RAW_PACKET:
+            return kRaw;
         default:
             return -1;
     }

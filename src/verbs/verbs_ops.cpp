@@ -18,6 +18,7 @@
 #include "verbs/context.h"
 #include "verbs/cq.h"
 #include "verbs/dm.h"
+#include "verbs/flow.h"
 #include "verbs/mr.h"
 #include "verbs/mw.h"
 #include "verbs/odp.h"
@@ -25,6 +26,7 @@
 #include "verbs/pd.h"
 #include "verbs/qp.h"
 #include "verbs/srq.h"
+#include "verbs/wq.h"
 #include "verbs/xrcd.h"
 
 namespace softrdma::verbs {
@@ -103,6 +105,13 @@ void install_context_ops(Context &c) {
     c.close_xrcd = close_xrcd;
     c.open_qp = open_qp;
     c.query_rt_values = query_rt_values;
+    c.ibv_create_flow = create_flow;
+    c.ibv_destroy_flow = destroy_flow;
+    c.create_wq = create_wq;
+    c.modify_wq = modify_wq;
+    c.destroy_wq = destroy_wq;
+    c.create_rwq_ind_table = create_rwq_ind_table;
+    c.destroy_rwq_ind_table = destroy_rwq_ind_table;
 }
 
 // ----------------------------------------------------------------------------- device
@@ -139,6 +148,17 @@ int query_device_ex(ibv_context *ctx, const ibv_query_device_ex_input *in, ibv_d
     a.completion_timestamp_mask = ~0ull;
     a.hca_core_clock = 1000000;  // kHz: timestamps are nanoseconds
     a.phys_port_cnt_ex = 1;
+    // Raw packet QPs: checksum offload, RSS over receive WQs by Toeplitz hash.
+    a.raw_packet_caps = IBV_RAW_PACKET_CAP_IP_CSUM;
+    a.max_wq_type_rq = 1 << 20;
+    a.rss_caps.supported_qpts = 1u << IBV_QPT_RAW_PACKET;
+    a.rss_caps.max_rwq_indirection_tables = 1 << 20;
+    a.rss_caps.max_rwq_indirection_table_size = 1u << kMaxRwqIndTableLog;
+    a.rss_caps.rx_hash_function = IBV_RX_HASH_FUNC_TOEPLITZ;
+    a.rss_caps.rx_hash_fields_mask = IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4 |
+                                     IBV_RX_HASH_SRC_IPV6 | IBV_RX_HASH_DST_IPV6 |
+                                     IBV_RX_HASH_SRC_PORT_TCP | IBV_RX_HASH_DST_PORT_TCP |
+                                     IBV_RX_HASH_SRC_PORT_UDP | IBV_RX_HASH_DST_PORT_UDP;
     std::memcpy(attr, &a, std::min(attr_size, sizeof a));
     return 0;
 }
@@ -519,6 +539,9 @@ int destroy_qp(ibv_qp *q) {
         std::lock_guard lk(g_qp_mu);
         auto it = qp_registry().find(qp);
         if (it == qp_registry().end()) return EINVAL;
+        // As in the kernel, a QP that flow rules steer to outlives no rule.
+        if (q->qp_type == IBV_QPT_RAW_PACKET && qp->raw_has_flows())
+            return refuse(EBUSY, "ibv_destroy_qp", "QP %u still has flow rules", q->qp_num);
         if (qp->close_one()) return 0;  // an ibv_open_qp handle; the QP lives on
         ref = std::move(it->second);
         qp_registry().erase(it);

@@ -15,6 +15,7 @@
 #include "wire/qp_hello.h"
 #include "wire/rdmap.h"
 #include "wire/sidr.h"
+#include "wire/eth_frame.h"
 #include "wire/ud_header.h"
 
 using namespace softrdma;
@@ -133,6 +134,21 @@ std::vector<uint8_t> exact(const uint8_t *d, size_t n) {
             g.private_data.size() == m.private_data.size());
 }
 
+// Ethernet frames a raw packet QP receives: parsed, matched against a rule, checksummed. The
+// checksums filled in must then verify, whatever the rest of the frame holds.
+[[maybe_unused]] void fuzz_eth_frame(const uint8_t *d, size_t n) {
+    auto in = exact(d, n);
+    wire::EthFrame f;
+    if (!wire::parse_eth_frame(Span(in.data(), in.size()), f)) return;
+    require(f.l3_off <= in.size() && (!f.ip_version || f.l4_off <= in.size()));
+    wire::FrameMatch m;
+    m.want_l4 = f.l4_proto;
+    require(!f.has_ports || wire::frame_matches(m, f));
+    const bool ok = wire::checksums_ok(Span(in.data(), in.size()));
+    wire::fill_checksums(std::span<uint8_t>(in.data(), in.size()));
+    if (ok) require(wire::checksums_ok(Span(in.data(), in.size())));
+}
+
 // The FPDU stream parser as a QP runs it: bytes arrive on a socket, headers are decoded, and
 // payloads are placed into whatever the handler names (here a 4 KiB arena, or discarded).
 class ArenaHandler : public transport::StreamHandler {
@@ -194,6 +210,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) {
     fuzz_ud_header(d, n);
 #elif defined(SR_FUZZ_SIDR)
     fuzz_sidr(d, n);
+#elif defined(SR_FUZZ_ETH_FRAME)
+    fuzz_eth_frame(d, n);
 #elif defined(SR_FUZZ_FPDU_STREAM)
     fuzz_fpdu_stream(d, n);
 #else

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "wire/eth_frame.h"
 #include "wire/mpa.h"
 #include "wire/qp_hello.h"
 #include "wire/rdmap.h"
@@ -129,5 +130,20 @@ int main(int argc, char **argv) {
     sm.qpn = 0xa1b2ff;
     sm.qkey = 0x01234567;
     put("sidr", "reply", encode_sidr(sm));
+
+    // Raw packet QP frames: tagged IPv4/UDP and IPv6/TCP, checksums filled in.
+    Bytes v4 = {0x01, 0x50, 0x56, 0x19, 0x20, 0xa7, 0x24, 0x8a, 0x07, 0xa5, 0x28, 0xc8, 0x81, 0x00,
+                0xac, 0x0c, 0x08, 0x00, 0x45, 0x00, 0x00, 0x24, 0, 0, 0x40, 0, 64, 17, 0, 0,
+                1, 1, 1, 1, 2, 2, 2, 2, 0x04, 0xd2, 0x16, 0x2e, 0x00, 0x10, 0, 0, 1, 2, 3, 4,
+                5, 6, 7, 8};
+    fill_checksums(v4);
+    put("eth_frame", "vlan_ipv4_udp", v4);
+    Bytes v6 = {0x01, 0x50, 0x56, 0x19, 0x20, 0xa7, 0x24, 0x8a, 0x07, 0xa5, 0x28, 0xc8, 0x86, 0xdd,
+                0x60, 0, 0, 0, 0, 20, 6, 64};
+    for (int i = 0; i < 32; ++i) v6.push_back(uint8_t(0xa0 + i));
+    v6.insert(v6.end(), {0x04, 0xd2, 0x16, 0x2e, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, 0x02, 0xff, 0xff,
+                         0, 0, 0, 0});
+    fill_checksums(v6);
+    put("eth_frame", "ipv6_tcp", v6);
     return 0;
 }
