@@ -25,8 +25,6 @@ EXPECTED_SKIPS=(
     "PCI device must be passed by the user"                     # mlx5 VFIO tests
     "Converting timestamp to nanoseconds is not supported"      # mlx5dv clock conversion
     "Tag matching is not supported"                             # mlx5 only (not in rxe)
-    "Create QP type 8 is not supported"                         # raw packet QPs: Ethernet frames
-    "Create Raw Packet QP (with|without) (extended )?attrs is not supported"
     "Allocating dmabuf is not supported by .*"                  # needs a GPU render node
     "cuda-python 12\.0\+ must be installed to run CUDA tests"   # needs CUDA
     "There are no huge pages of size 2M allocated"              # the machine has none
