@@ -126,7 +126,7 @@ bool FpduStream::refill(IoStatus &st) {
         // (a connection storm) then never grows the heap by 64 KiB, page by page.
         uint8_t first[512];
         const iovec v{first, sizeof first};
-        const ssize_t n = rx_readv(&v, 1);
+        const ssize_t n = rx_readv(&v, 1, false);
         if (n <= 0) return recv_failed(n, st);
         stage_ = std::make_unique_for_overwrite<uint8_t[]>(kStageSize);
         std::memcpy(stage_.get(), first, size_t(n));
@@ -141,7 +141,7 @@ bool FpduStream::refill(IoStatus &st) {
         rd_ = 0;
     }
     const iovec v{stage_.get() + wr_, kStageSize - wr_};
-    const ssize_t n = rx_readv(&v, 1);
+    const ssize_t n = rx_readv(&v, 1, false);
     if (n <= 0) return recv_failed(n, st);
     wr_ += size_t(n);
     return true;
@@ -192,7 +192,7 @@ IoStatus FpduStream::finish_payload_from_socket() {
         ++cnt;
     }
     AppMemoryAccess app;
-    const ssize_t n = rx_readv(v, cnt);
+    const ssize_t n = rx_readv(v, cnt, true);
     if (n == 0) return IoStatus::kClosed;
     if (n < 0) {
         return (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? IoStatus::kOk
@@ -256,12 +256,13 @@ bool FpduStream::send_terminate(const wire::TerminatePayload &t) {
     return send_now(h, p);
 }
 
-ssize_t FpduStream::rx_readv(const iovec *v, int cnt) {
+ssize_t FpduStream::rx_readv(const iovec *v, int cnt, bool direct) {
     if (!rx_shm_)
         return cnt == 1 ? ::recv(fd_.get(), v->iov_base, v->iov_len, 0)
                         : ::readv(fd_.get(), v, cnt);
     ShmRing &r = shm_->rx();
-    int64_t n = r.read(v, cnt);
+    const pid_t writer = pid_t(shm_->peer_pid());
+    int64_t n = shm_read_chunks(r, rx_chunk_, writer, v, cnt, direct);
     if (n == 0) {
         // The ring is empty. The socket now carries only wake-ups and the connection's end:
         // look at it when the engine saw it readable, else now and then (a poller calls here
@@ -279,10 +280,13 @@ ssize_t FpduStream::rx_readv(const iovec *v, int cnt) {
             return -1;
         }
         // The peer wrote its last frames before it closed: read them first.
-        n = r.read(v, cnt);
+        n = shm_read_chunks(r, rx_chunk_, writer, v, cnt, direct);
         if (n == 0) return s > 0 ? 0 : -1;
     }
-    if (n < 0) {  // the peer's ring indices are impossible
+    if (n < 0) {  // impossible ring indices or chunks, or memory the peer named is gone
+        if (errno != EPROTO)
+            SR_DEBUG("shared memory: cannot read the peer's memory (pid %d): %s", int(writer),
+                     std::strerror(errno));
         proto_error_ = true;
         rx_fault_ = kUnspecifiedFault;
         errno = EPROTO;
@@ -303,13 +307,22 @@ ssize_t FpduStream::tx_writev(const iovec *v, int cnt) {
         return ::sendmsg(fd_.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
     }
     ShmRing &r = shm_->tx();
-    int64_t n = r.write(v, cnt);
-    if (n == 0 && r.wait_for_room()) n = r.write(v, cnt);
+    // Payload pieces outside the batch's own arena live until the peer has them (an ACK
+    // retires their work request; see TxBatch::add): those may go by reference.
+    ShmRefRule rule;
+    rule.enabled = shm_refs_ && shm_->peer_reads_me();
+    rule.min_len = shm_cma_min();
+    rule.keep_lo = batch_->arena_.data();
+    rule.keep_hi = batch_->arena_.data() + batch_->arena_.size();
+    // A full ring asks for no wake-up here: a polling owner simply tries again at its next
+    // poll, and one that is about to leave it to the engine asks (shm_wait_room). A wake-up
+    // per full ring, while both sides poll, costs a send() and an engine wake-up each time.
+    const int64_t n = shm_write_chunks(r, v, cnt, rule);
     if (n < 0) {
         errno = EPROTO;
         return -1;
     }
-    if (n == 0) {  // full: the reader wakes us (a byte on TCP) once it has read
+    if (n == 0) {  // full
         errno = EAGAIN;
         return -1;
     }
@@ -365,6 +378,10 @@ void FpduStream::shm_switch_rx() {
 
 bool FpduStream::shm_sleep() {
     return rx_shm_ && shm_->rx().sleep();
+}
+
+bool FpduStream::shm_wait_room() {
+    return tx_shm_ && shm_->tx().wait_for_room();
 }
 
 IoStatus FpduStream::pump_rx(StreamHandler &h, int max_segments, bool &progressed) {

@@ -12,6 +12,7 @@
 #include <span>
 
 #include "common/unique_fd.h"
+#include "transport/shm_channel.h"
 #include "transport/shm_link.h"
 #include "transport/path_health.h"
 #include "wire/rdmap.h"
@@ -125,10 +126,16 @@ class FpduStream {
     // Called for the peer's switch frame (from on_segment): later frames come from the ring.
     void shm_switch_rx();
     bool shm_rx() const { return rx_shm_; }
+    // The owner's promise that payload it hands over stays valid until the peer acknowledges
+    // it (reliable QPs): only then may pieces go by reference (transport/shm_channel.h).
+    void shm_allow_refs(bool on) { shm_refs_ = on; }
     bool shm_tx() const { return tx_shm_; }
     // Nobody will poll: asks the peer to wake us (through TCP) when it writes. True if there
     // is something to read by now (do not sleep).
     bool shm_sleep();
+    // Our writes wait for room and nobody will poll: asks the peer to wake us (through TCP)
+    // once it has read. True if there is room by now (write again instead of sleeping).
+    bool shm_wait_room();
     // The engine saw the socket readable: look at it (wake-ups, or the end) on the next read.
     void socket_event() { sock_event_ = true; }
 
@@ -141,7 +148,8 @@ class FpduStream {
         wire::TermLayer::kRdmap, wire::kTermEtypeRemoteOperation, wire::kTermEcodeUnspecified};
     IoStatus finish_payload_from_socket();
     // Where bytes come from and go to: the socket, or the ring after the switch.
-    ssize_t rx_readv(const iovec *v, int cnt);
+    // `direct`: into the payload's destination (a reference chunk is then resolved into it).
+    ssize_t rx_readv(const iovec *v, int cnt, bool direct);
     ssize_t tx_writev(const iovec *v, int cnt);
     int drain_socket();
     size_t encode_frame(const wire::SegmentHeader &h, std::span<const uint8_t> payload,
@@ -176,6 +184,8 @@ class FpduStream {
     bool rx_shm_ = false, tx_shm_ = false;
     bool sock_event_ = false;
     bool kick_owed_ = false;  // a wake-up asked for before our own switch
+    bool shm_refs_ = false;
+    ShmChunkCursor rx_chunk_;
     uint64_t next_sock_check_ns_ = 0;
     uint32_t empty_reads_ = 0;
     static constexpr size_t kMaxSmallFrame =

@@ -8,11 +8,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <sys/uio.h>
+
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+
+#include "common/log.h"
 
 namespace softrdma::transport {
 namespace {
@@ -38,6 +43,21 @@ struct Header {
     Endpoint offerer, accepter;
 };
 static_assert(sizeof(Header) <= kHeaderBytes);
+
+}  // namespace
+
+// In the header page, apart from the header the offerer writes whole: each end's mapping
+// address (what the other probes) and whether each end can read the other's memory.
+struct CmaWords {
+    std::atomic<uint64_t> mapped_at[2];
+    std::atomic<uint32_t> can_read[2];
+};
+static_assert(std::atomic<uint64_t>::is_always_lock_free && std::atomic<uint32_t>::is_always_lock_free);
+
+namespace {
+
+constexpr size_t kCmaWordsAt = 2048;
+static_assert(sizeof(Header) <= kCmaWordsAt && kCmaWordsAt + sizeof(CmaWords) <= kHeaderBytes);
 
 bool endpoint_of(const sockaddr_storage &ss, Endpoint &e) {
     e.addr.fill(0);
@@ -82,6 +102,20 @@ bool shm_enabled() {
     return !v || std::strcmp(v, "0") != 0;
 }
 
+bool shm_cma_enabled() {
+    const char *v = std::getenv("SOFTRDMA_SHM_CMA");
+    return v && std::strcmp(v, "1") == 0;
+}
+
+size_t shm_cma_min() {
+    static const size_t n = [] {
+        const char *v = std::getenv("SOFTRDMA_SHM_CMA_MIN");
+        const long b = v ? std::atol(v) : 16384;
+        return size_t(b < 4096 ? 4096 : b);
+    }();
+    return n;
+}
+
 bool shm_same_host(int sock) {
     Endpoint l, p;
     return endpoints(sock, l, p) && l.addr == p.addr;
@@ -106,7 +140,37 @@ bool ShmLink::map(bool offerer) {
     ShmRing r0(ctl0, data0, ring_bytes_), r1(ctl1, data1, ring_bytes_);
     tx_ = offerer ? r0 : r1;
     rx_ = offerer ? r1 : r0;
+    side_ = offerer ? 0 : 1;
+    cma()->mapped_at[side_].store(uint64_t(uintptr_t(base_)), std::memory_order_relaxed);
     return true;
+}
+
+CmaWords *ShmLink::cma() const {
+    return reinterpret_cast<CmaWords *>(static_cast<uint8_t *>(base_) + kCmaWordsAt);
+}
+
+void ShmLink::set_peer(uint32_t pid) {
+    peer_pid_ = pid;
+    if (!pid || !shm_cma_enabled()) return;
+    // Read the magic at the start of the peer's own mapping of this segment.
+    uint64_t got = 0;
+    const iovec local{&got, sizeof got};
+    const uint64_t at = cma()->mapped_at[1 - side_].load(std::memory_order_relaxed);
+    const iovec remote{reinterpret_cast<void *>(uintptr_t(at)), sizeof got};
+    if (process_vm_readv(pid_t(pid), &local, 1, &remote, 1, 0) == ssize_t(sizeof got) &&
+        got == kMagic) {
+        cma()->can_read[side_].store(1, std::memory_order_release);
+        return;
+    }
+    SR_DEBUG("shared memory: cannot read pid %u's memory (%s; side %d, at %#llx, mine %#llx): "
+             "payloads go through the rings",
+             pid, got ? "not our segment there" : std::strerror(errno), side_,
+             (unsigned long long)at,
+             (unsigned long long)cma()->mapped_at[side_].load(std::memory_order_relaxed));
+}
+
+bool ShmLink::peer_reads_me() const {
+    return peer_pid_ && cma()->can_read[1 - side_].load(std::memory_order_acquire);
 }
 
 std::unique_ptr<ShmLink> ShmLink::create(int sock) {
@@ -156,6 +220,7 @@ std::unique_ptr<ShmLink> ShmLink::open(int sock, uint32_t pid, uint32_t fd, Open
     l->size_ = size_t(st.st_size);
     if (!l->map(false)) return nullptr;
     l->fd_.reset();  // the mapping keeps the segment
+    l->set_peer(pid);
     err = OpenError::kNone;
     return l;
 }

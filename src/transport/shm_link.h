@@ -19,6 +19,13 @@ bool shm_enabled();
 // True if the connected TCP socket `sock` leads to this host, in this network namespace:
 // its local and peer addresses are the same address.
 bool shm_same_host(int sock);
+// SOFTRDMA_SHM_CMA=1 sends large payload pieces by reference (one process_vm_readv copy by
+// the reader) instead of through the rings (two copies, one on each side's CPU). Off by
+// default: with both ends' CPUs free, the pipelined two copies move more bytes per second
+// (bench/README.md). The smallest piece sent by reference: SOFTRDMA_SHM_CMA_MIN (bytes,
+// default 16384, at least 4096).
+bool shm_cma_enabled();
+size_t shm_cma_min();
 
 class ShmLink {
     struct Token {
@@ -38,6 +45,14 @@ class ShmLink {
     static std::unique_ptr<ShmLink> open(int sock, uint32_t pid, uint32_t fd, OpenError &err);
 
     int fd() const { return fd_.get(); }
+    // One-copy transfers (transport/shm_channel.h): the peer's pid, learnt at setup (the
+    // offer names the offerer, the accept the accepter); then whether we may read its memory
+    // (process_vm_readv: the kernel's ptrace check, which Yama or a container may refuse)
+    // is probed once and published in the segment for the peer.
+    void set_peer(uint32_t pid);
+    uint32_t peer_pid() const { return peer_pid_; }
+    // The peer found it can read our memory: we may send it references.
+    bool peer_reads_me() const;
     void close_fd() { fd_.reset(); }  // once the accepter has it open
     ShmRing &tx() { return tx_; }
     ShmRing &rx() { return rx_; }
@@ -45,10 +60,13 @@ class ShmLink {
 
   private:
     bool map(bool offerer);
+    struct CmaWords *cma() const;
     UniqueFd fd_;
     void *base_ = nullptr;
     size_t size_ = 0;
     uint64_t ring_bytes_ = 0;
+    int side_ = 0;  // 0: offerer, 1: accepter
+    uint32_t peer_pid_ = 0;
     ShmRing tx_, rx_;
 };
 

@@ -979,6 +979,7 @@ void Qp::update_interest(Lock &) {
     // On shared memory the peer wakes us with a byte on the socket, after it wrote or once
     // it made room (so no EPOLLOUT); data that came in the meantime is read now.
     if (stream_ && stream_->shm_sleep()) arm_timer_at(now, now);
+    if (tx_blocked_ && stream_ && stream_->shm_wait_room()) arm_timer_at(now, now);
     const bool want_out = tx_blocked_ && stream_ && !stream_->shm_tx();
     const uint32_t want =
         stream_ ? EPOLLIN | EPOLLRDHUP | EPOLLONESHOT | (want_out ? uint32_t(EPOLLOUT) : 0u)

@@ -88,13 +88,16 @@ bool Qp::handle_shm_control(const wire::ControlPayload &c) {
                      qp_base.qp_num, remote_qpn_, c.seq,
                      (unsigned long long)(link->ring_bytes() / 1024));
             stream_->shm_attach(std::move(link));
-            shm_send_switch(wire::ControlType::kShmAccept, 0, 0);
+            stream_->shm_allow_refs(reliable());
+            shm_send_switch(wire::ControlType::kShmAccept, uint32_t(getpid()), 0);
             return true;
         }
         case wire::ControlType::kShmAccept:
             // The peer's frames now come through the ring; ours follow after our switch.
             if (!stream_->shm() || stream_->shm_rx()) return false;
             stream_->shm()->close_fd();
+            stream_->shm()->set_peer(c.seq);  // the accepter's pid (0 from an older peer)
+            stream_->shm_allow_refs(reliable());
             stream_->shm_switch_rx();
             shm_send_switch(wire::ControlType::kShmSwitch, 0, 0);
             SR_DEBUG("qp %u: shared memory with qpn %u (%llu KiB rings)", qp_base.qp_num,

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -15,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "transport/shm_channel.h"
 #include "transport/shm_link.h"
 #include "transport/shm_ring.h"
 
@@ -193,4 +195,130 @@ TEST(ShmLink, AnotherConnectionsSegmentOrAnyOtherFileIsRefused) {
     close(pipefd[1]);
     // The segment's size is sealed: no end can shrink it under the other's mapping.
     EXPECT_NE(ftruncate(offer->fd(), 4096), 0);
+}
+
+// ---- chunks (transport/shm_channel.h): literal and by-reference pieces of one stream.
+
+namespace {
+
+// Writes `pieces` through the chunk layer, then reads the stream back in reads of `step`
+// bytes, direct or staged, resolving references in this very process.
+std::vector<uint8_t> chunk_round_trip(std::vector<std::vector<uint8_t>> &pieces, bool refs,
+                                      size_t step, bool direct, size_t *chunk_bytes = nullptr) {
+    Ring r(1 << 18);  // room for the whole stream as literal bytes
+    std::vector<iovec> v;
+    size_t total = 0;
+    for (auto &p : pieces) {
+        v.push_back({p.data(), p.size()});
+        total += p.size();
+    }
+    ShmRefRule rule;
+    rule.enabled = refs;
+    rule.min_len = 4096;
+    EXPECT_EQ(shm_write_chunks(r.ring, v.data(), int(v.size()), rule), int64_t(total));
+    if (chunk_bytes) *chunk_bytes = size_t(r.ctl->head.load());
+    std::vector<uint8_t> out(total);
+    ShmChunkCursor c;
+    size_t got = 0;
+    for (int guard = 0; got < total && guard < 100000; ++guard) {
+        iovec dst{out.data() + got, std::min(step, total - got)};
+        const int64_t n = shm_read_chunks(r.ring, c, getpid(), &dst, 1, direct);
+        EXPECT_GT(n, 0);
+        if (n <= 0) break;
+        got += size_t(n);
+    }
+    EXPECT_EQ(shm_read_chunks(r.ring, c, getpid(), nullptr, 0, true), 0);
+    return out;
+}
+
+}  // namespace
+
+// The reader sees the same bytes whether large pieces went by reference or through the
+// ring; by reference they take a few bytes of ring instead of their length.
+TEST(ShmChunks, ReferencesCarryTheSameStream) {
+    std::mt19937 rng(3);
+    std::vector<std::vector<uint8_t>> pieces;
+    std::vector<uint8_t> want;
+    for (size_t len : {20u, 40000u, 3u, 4096u, 100u, 65280u}) {
+        std::vector<uint8_t> p(len);
+        for (auto &b : p) b = uint8_t(rng());
+        want.insert(want.end(), p.begin(), p.end());
+        pieces.push_back(std::move(p));
+    }
+    for (bool refs : {false, true})
+        for (size_t step : {size_t(7), size_t(4096), size_t(1) << 20})
+            for (bool direct : {false, true}) {
+                size_t used = 0;
+                EXPECT_EQ(chunk_round_trip(pieces, refs, step, direct, &used), want)
+                    << refs << " " << step << " " << direct;
+                if (refs)
+                    EXPECT_LT(used, 200u);  // three references and three short literals
+                else
+                    EXPECT_GT(used, want.size());
+            }
+}
+
+// A staged (not direct) read stops in front of a reference once it has bytes, so that the
+// reference's bytes go straight to where the next, direct, read puts them.
+TEST(ShmChunks, StagedReadStopsAtAReference) {
+    Ring r(1 << 12);
+    std::vector<uint8_t> head(16, 0xab), body(8192, 0xcd);
+    iovec v[2] = {{head.data(), head.size()}, {body.data(), body.size()}};
+    ShmRefRule rule;
+    rule.enabled = true;
+    rule.min_len = 4096;
+    ASSERT_EQ(shm_write_chunks(r.ring, v, 2, rule), int64_t(head.size() + body.size()));
+    std::vector<uint8_t> stage(1 << 16);
+    ShmChunkCursor c;
+    iovec s{stage.data(), stage.size()};
+    EXPECT_EQ(shm_read_chunks(r.ring, c, getpid(), &s, 1, false), 16);
+    std::vector<uint8_t> dst(8192);
+    iovec d{dst.data(), dst.size()};
+    EXPECT_EQ(shm_read_chunks(r.ring, c, getpid(), &d, 1, true), 8192);
+    EXPECT_EQ(dst, body);
+}
+
+// What a broken or hostile writer can put in the ring ends the stream: a chunk of length 0,
+// a reference to memory the writer does not have, a writer that is gone.
+TEST(ShmChunks, BadChunksAreErrors) {
+    uint8_t out[64];
+    iovec d{out, sizeof out};
+    {
+        Ring r(4096);
+        uint32_t zero = 0;
+        iovec h{&zero, 4};
+        ASSERT_EQ(r.ring.write(&h, 1), 4);
+        ShmChunkCursor c;
+        errno = 0;
+        EXPECT_EQ(shm_read_chunks(r.ring, c, getpid(), &d, 1, true), -1);
+        EXPECT_EQ(errno, EPROTO);
+    }
+    {
+        Ring r(4096);
+        uint8_t ref[kRefChunk] = {64, 0, 0, 0x80};  // 64 bytes at address 8: never mapped
+        ref[4] = 8;
+        iovec h{ref, sizeof ref};
+        ASSERT_EQ(r.ring.write(&h, 1), int64_t(sizeof ref));
+        ShmChunkCursor c;
+        errno = 0;
+        EXPECT_EQ(shm_read_chunks(r.ring, c, getpid(), &d, 1, true), -1);
+        EXPECT_EQ(errno, EFAULT);
+    }
+    {
+        Ring r(4096);
+        std::vector<uint8_t> big(8192, 1);
+        iovec p{big.data(), big.size()};
+        ShmRefRule rule;
+        rule.enabled = true;
+        rule.min_len = 4096;
+        ASSERT_EQ(shm_write_chunks(r.ring, &p, 1, rule), 8192);
+        pid_t gone = fork();
+        if (gone == 0) _exit(0);
+        ASSERT_GT(gone, 0);
+        waitpid(gone, nullptr, 0);
+        ShmChunkCursor c;
+        errno = 0;
+        EXPECT_EQ(shm_read_chunks(r.ring, c, gone, &d, 1, true), -1);
+        EXPECT_EQ(errno, ESRCH);
+    }
 }
