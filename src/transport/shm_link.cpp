@@ -23,7 +23,7 @@ namespace softrdma::transport {
 namespace {
 
 constexpr uint64_t kMagic = 0x3130304d48535253ull;  // "SRSHM001", little-endian
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;  // 2: the rings carry chunks (shm_channel.h)
 constexpr size_t kHeaderBytes = 4096;  // header page, then the two control blocks
 constexpr size_t kCtlBytes = 4096;
 
