@@ -16,9 +16,9 @@
 
 namespace softrdma::transport {
 
-constexpr uint32_t kChunkRef = 0x80000000u;    // header bit: a reference chunk
+constexpr uint32_t kChunkRef = 0x80000000u;  // header bit: a reference chunk
 constexpr uint32_t kChunkLenMask = 0x7fffffffu;
-constexpr size_t kChunkHeader = 4;             // little-endian word: kind bit, length
+constexpr size_t kChunkHeader = 4;              // little-endian word: kind bit, length
 constexpr size_t kRefChunk = kChunkHeader + 8;  // + the writer's address, little-endian
 
 // Which pieces the writer may send by reference.

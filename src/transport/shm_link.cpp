@@ -23,7 +23,7 @@ namespace softrdma::transport {
 namespace {
 
 constexpr uint64_t kMagic = 0x3130304d48535253ull;  // "SRSHM001", little-endian
-constexpr uint32_t kVersion = 2;  // 2: the rings carry chunks (shm_channel.h)
+constexpr uint32_t kVersion = 2;                    // 2: the rings carry chunks (shm_channel.h)
 constexpr size_t kHeaderBytes = 4096;  // header page, then the two control blocks
 constexpr size_t kCtlBytes = 4096;
 
@@ -52,7 +52,8 @@ struct CmaWords {
     std::atomic<uint64_t> mapped_at[2];
     std::atomic<uint32_t> can_read[2];
 };
-static_assert(std::atomic<uint64_t>::is_always_lock_free && std::atomic<uint32_t>::is_always_lock_free);
+static_assert(std::atomic<uint64_t>::is_always_lock_free &&
+              std::atomic<uint32_t>::is_always_lock_free);
 
 namespace {
 
@@ -162,11 +163,11 @@ void ShmLink::set_peer(uint32_t pid) {
         cma()->can_read[side_].store(1, std::memory_order_release);
         return;
     }
-    SR_DEBUG("shared memory: cannot read pid %u's memory (%s; side %d, at %#llx, mine %#llx): "
-             "payloads go through the rings",
-             pid, got ? "not our segment there" : std::strerror(errno), side_,
-             (unsigned long long)at,
-             (unsigned long long)cma()->mapped_at[side_].load(std::memory_order_relaxed));
+    SR_DEBUG(
+        "shared memory: cannot read pid %u's memory (%s; side %d, at %#llx, mine %#llx): "
+        "payloads go through the rings",
+        pid, got ? "not our segment there" : std::strerror(errno), side_, (unsigned long long)at,
+        (unsigned long long)cma()->mapped_at[side_].load(std::memory_order_relaxed));
 }
 
 bool ShmLink::peer_reads_me() const {

@@ -21,7 +21,9 @@ ibv_flow *fail(int err) {
     return nullptr;
 }
 
-void copy_ip(uint8_t (&dst)[16], uint32_t be) { std::memcpy(dst, &be, 4); }
+void copy_ip(uint8_t (&dst)[16], uint32_t be) {
+    std::memcpy(dst, &be, 4);
+}
 
 // Adds one spec to the rule; an errno for a spec we cannot take.
 int add_spec(const ibv_flow_spec &s, Flow &f) {
@@ -52,8 +54,9 @@ int add_spec(const ibv_flow_spec &s, Flow &f) {
             if (int e = sized(ext ? sizeof s.ipv4_ext : sizeof s.ipv4)) return e;
             m.ip_version = 4;
             const auto &v = s.ipv4_ext.val, &k = s.ipv4_ext.mask;  // same prefix as ipv4
-            const auto &kb = ext ? k : ibv_flow_ipv4_ext_filter{s.ipv4.mask.src_ip,
-                                                               s.ipv4.mask.dst_ip, 0, 0, 0, 0};
+            const auto &kb =
+                ext ? k
+                    : ibv_flow_ipv4_ext_filter{s.ipv4.mask.src_ip, s.ipv4.mask.dst_ip, 0, 0, 0, 0};
             copy_ip(m.src_ip, ext ? v.src_ip : s.ipv4.val.src_ip);
             copy_ip(m.dst_ip, ext ? v.dst_ip : s.ipv4.val.dst_ip);
             copy_ip(m.src_ip_mask, kb.src_ip);
@@ -121,10 +124,12 @@ bool Flow::takes(const wire::EthFrame &f, bool outgoing) const {
 
 ibv_flow *create_flow(ibv_qp *q, ibv_flow_attr *a) {
     if (!q || !a) return fail(refuse(EINVAL, kVerb, "NULL QP or attributes"));
-    if (a->comp_mask) return fail(refuse(EINVAL, kVerb, "comp_mask 0x%x: none is defined", a->comp_mask));
+    if (a->comp_mask)
+        return fail(refuse(EINVAL, kVerb, "comp_mask 0x%x: none is defined", a->comp_mask));
     if (a->port != 1) return fail(refuse(EINVAL, kVerb, "port %u: the device has one, 1", a->port));
     if (unsigned(a->type) > IBV_FLOW_ATTR_SNIFFER)
-        return fail(refuse(EINVAL, kVerb, "type %u is not an ibv_flow_attr_type", unsigned(a->type)));
+        return fail(
+            refuse(EINVAL, kVerb, "type %u is not an ibv_flow_attr_type", unsigned(a->type)));
     if (a->flags & ~unsigned(IBV_FLOW_ATTR_FLAGS_DONT_TRAP))
         return fail(refuse(EOPNOTSUPP, kVerb, "flags 0x%x: only DONT_TRAP is supported", a->flags));
     if (q->qp_type != IBV_QPT_RAW_PACKET)

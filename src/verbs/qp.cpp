@@ -57,6 +57,17 @@ bool is_atomic(ibv_wr_opcode op) {
     return op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD;
 }
 
+// How long the engine keeps reading a shared-memory ring nobody polls after frames last came
+// through it: SOFTRDMA_ENGINE_SPIN_US (default 100; 0: sleep at once).
+uint64_t engine_spin_ns() {
+    static const uint64_t ns = [] {
+        const char *v = std::getenv("SOFTRDMA_ENGINE_SPIN_US");
+        const long us = v ? std::atol(v) : 100;
+        return uint64_t(us < 0 ? 0 : us) * 1000;
+    }();
+    return ns;
+}
+
 // SOFTRDMA_TX_BATCH=0 turns doorbell batching (Qp::defer_send) off.
 bool tx_batching() {
     static const bool on = [] {
@@ -122,8 +133,7 @@ std::shared_ptr<Qp> Qp::create(Context *ctx, ibv_qp_init_attr_ex &a, int &err) {
     if (type != IBV_QPT_RC && type != IBV_QPT_UC && type != IBV_QPT_UD &&
         type != IBV_QPT_XRC_SEND && type != IBV_QPT_XRC_RECV && type != IBV_QPT_RAW_PACKET) {
         err = refuse(EOPNOTSUPP, "ibv_create_qp",
-                     "qp_type %lld: RC, UC, UD, XRC_SEND, XRC_RECV and RAW_PACKET QPs exist",
-                     type);
+                     "qp_type %lld: RC, UC, UD, XRC_SEND, XRC_RECV and RAW_PACKET QPs exist", type);
         return nullptr;
     }
     const uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD |
@@ -261,11 +271,11 @@ void Qp::shutdown() {
         if (ud_fd_) transport::ProgressEngine::get().unwatch(ud_fd_.get());
         if (qp_base.qp_type == IBV_QPT_RAW_PACKET) {
             const RawDrops &d = raw_drops_;
-            SR_DEBUG("qp %u: raw frames dropped: no receive %llu, not ready %llu, by a DROP rule "
-                     "%llu, send failed %llu",
-                     qp_base.qp_num, (unsigned long long)d.no_recv,
-                     (unsigned long long)d.not_ready, (unsigned long long)d.rule_drop,
-                     (unsigned long long)d.send_failed);
+            SR_DEBUG(
+                "qp %u: raw frames dropped: no receive %llu, not ready %llu, by a DROP rule "
+                "%llu, send failed %llu",
+                qp_base.qp_num, (unsigned long long)d.no_recv, (unsigned long long)d.not_ready,
+                (unsigned long long)d.rule_drop, (unsigned long long)d.send_failed);
         } else if (ud_fd_) {
             if (mc_fd_) transport::ProgressEngine::get().unwatch(mc_fd_.get());
             const UdDrops &d = ud_drops_;
@@ -892,6 +902,7 @@ void Qp::progress(Lock &lk, bool rx) {
         bool progressed;
         auto rs = stream_->pump_rx(*this, 256, progressed);
         if (destroyed_ || !stream_) return;
+        if (progressed && stream_->shm_rx()) ring_rx_ns_ = now_ns();
         if (rs != transport::IoStatus::kOk) {
             // A frame we cannot accept ends the connection, with a TERMINATE that says why.
             if (stream_->protocol_error()) stream_->send_terminate(stream_->rx_fault());
@@ -974,6 +985,13 @@ void Qp::update_interest(Lock &) {
         // comes unless we asked the peer for one, which we do only once nobody polls.
         if (armed_mask_ && !(stream_ && stream_->shm_rx())) return;
         arm_timer_at(now + kPollerWindowNs, now);
+        return;
+    }
+    // Frames came through the ring a moment ago: in a burst more follow, and being woken
+    // through the socket costs far more (a send() by the peer, a wake-up of this thread)
+    // than looking again. The engine keeps reading for a while (SOFTRDMA_ENGINE_SPIN_US).
+    if (stream_ && stream_->shm_rx() && now - ring_rx_ns_ < engine_spin_ns()) {
+        arm_timer_at(now, now);
         return;
     }
     // On shared memory the peer wakes us with a byte on the socket, after it wrote or once

@@ -349,6 +349,7 @@ class Qp : public ibv_qp_ex,
     bool shm_offerer_ = false;    // the end that accepted the TCP connection offers
     bool shm_offer_due_ = false;  // a new stream: offer (or say why not) at its first request
     std::atomic<bool> sock_event_{false};  // the engine saw the socket readable
+    uint64_t ring_rx_ns_ = 0;  // when frames last came through a shared-memory ring
     bool connecting_ = false;
     bool tx_blocked_ = false;
     uint64_t next_dial_ns_ = 0;
@@ -427,7 +428,7 @@ class Qp : public ibv_qp_ex,
     // Raw packet QPs: ud_fd_ is the packet socket and ud_buf_ the frame just received.
     std::vector<Flow *> flows_;  // by priority
     uint32_t raw_mtu_ = 0;
-    std::vector<uint8_t> raw_tx_;  // IBV_SEND_IP_CSUM fills checksums in a copy
+    std::vector<uint8_t> raw_tx_;       // IBV_SEND_IP_CSUM fills checksums in a copy
     RwqIndTable *rss_table_ = nullptr;  // an RSS QP: receives go to the table's WQs
     std::vector<uint8_t> rss_key_;
     uint64_t rss_fields_ = 0;

@@ -27,10 +27,10 @@
 namespace softrdma::verbs {
 namespace {
 
-constexpr uint64_t kHashFields =
-    IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4 | IBV_RX_HASH_SRC_IPV6 | IBV_RX_HASH_DST_IPV6 |
-    IBV_RX_HASH_SRC_PORT_TCP | IBV_RX_HASH_DST_PORT_TCP | IBV_RX_HASH_SRC_PORT_UDP |
-    IBV_RX_HASH_DST_PORT_UDP;
+constexpr uint64_t kHashFields = IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4 |
+                                 IBV_RX_HASH_SRC_IPV6 | IBV_RX_HASH_DST_IPV6 |
+                                 IBV_RX_HASH_SRC_PORT_TCP | IBV_RX_HASH_DST_PORT_TCP |
+                                 IBV_RX_HASH_SRC_PORT_UDP | IBV_RX_HASH_DST_PORT_UDP;
 
 // The RSS hash input, in Microsoft's order: source address, destination address, source
 // port, destination port; each only if the frame has it and the QP's fields name it.
@@ -62,7 +62,8 @@ int Qp::raw_check_rss(const ibv_qp_init_attr_ex &a) {
         return refuse(EOPNOTSUPP, kVerb, "rx_hash_function %u: only Toeplitz",
                       unsigned(h.rx_hash_function));
     if (h.rx_hash_fields_mask & ~kHashFields)
-        return refuse(EOPNOTSUPP, kVerb, "rx_hash_fields_mask 0x%llx: IP addresses and TCP/UDP "
+        return refuse(EOPNOTSUPP, kVerb,
+                      "rx_hash_fields_mask 0x%llx: IP addresses and TCP/UDP "
                       "ports of the outer headers only",
                       (unsigned long long)h.rx_hash_fields_mask);
     if (h.rx_hash_key_len > kMaxRssKey || (h.rx_hash_key_len && !h.rx_hash_key))
@@ -135,8 +136,10 @@ int Qp::raw_post_one(const ibv_send_wr &wr) {
         return refuse(EINVAL, kVerb, "wr_id %llu: a raw packet QP sends frames (SEND), not %s", id,
                       wr_opcode_name(wr.opcode));
     if (wr.num_sge < 0 || uint32_t(wr.num_sge) > max_send_sge_ || (wr.num_sge && !wr.sg_list))
-        return refuse(EINVAL, kVerb, "wr_id %llu: num_sge %d (the QP was created for %u) or a "
-                      "NULL sg_list", id, wr.num_sge, max_send_sge_);
+        return refuse(EINVAL, kVerb,
+                      "wr_id %llu: num_sge %d (the QP was created for %u) or a "
+                      "NULL sg_list",
+                      id, wr.num_sge, max_send_sge_);
     uint64_t total = 0;
     for (int i = 0; i < wr.num_sge; ++i) total += wr.sg_list[i].length;
     if ((wr.send_flags & IBV_SEND_INLINE) && total > max_inline_)
@@ -175,8 +178,10 @@ int Qp::raw_post_one(const ibv_send_wr &wr) {
         }
         if (!transport::send_frame(ud_fd_.get(), ctx_->dev()->ifindex(), iov, cnt)) {
             // Ethernet is unreliable: a frame the kernel cannot take now is lost.
-            if (errno == EMSGSIZE) st = IBV_WC_LOC_LEN_ERR;
-            else ++raw_drops_.send_failed;
+            if (errno == EMSGSIZE)
+                st = IBV_WC_LOC_LEN_ERR;
+            else
+                ++raw_drops_.send_failed;
         }
     }
     complete_send(w, st);
@@ -189,8 +194,8 @@ void Qp::raw_progress(Lock &) {
     for (int n = 0; n < 256; ++n) {
         size_t start = 0;
         bool outgoing = false;
-        const long len = transport::recv_frame(ud_fd_.get(), ud_buf_.data(), ud_buf_.size(),
-                                               start, outgoing);
+        const long len =
+            transport::recv_frame(ud_fd_.get(), ud_buf_.data(), ud_buf_.size(), start, outgoing);
         if (len < 0) return;
         if (loopback && outgoing) continue;  // a loopback frame also arrives as received
         const std::span<const uint8_t> frame(ud_buf_.data() + start, size_t(len));

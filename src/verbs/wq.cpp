@@ -22,7 +22,9 @@ T *fail(int err) {
 std::atomic<uint32_t> g_next_wq_num{1};
 std::atomic<int> g_next_table{1};
 
-int wq_post(ibv_wq *wq, ibv_recv_wr *wr, ibv_recv_wr **bad) { return Wq::from(wq)->post(wr, bad); }
+int wq_post(ibv_wq *wq, ibv_recv_wr *wr, ibv_recv_wr **bad) {
+    return Wq::from(wq)->post(wr, bad);
+}
 
 }  // namespace
 
@@ -84,8 +86,8 @@ int Wq::modify(const ibv_wq_attr &a) {
     const bool ok = next == IBV_WQS_RESET || next == IBV_WQS_ERR ||
                     (next == IBV_WQS_RDY && (state == IBV_WQS_RESET || state == IBV_WQS_RDY));
     if (!ok)
-        return refuse(EINVAL, kVerb, "WQ state %u -> %u is not a valid transition",
-                      unsigned(state), unsigned(next));
+        return refuse(EINVAL, kVerb, "WQ state %u -> %u is not a valid transition", unsigned(state),
+                      unsigned(next));
     state = next;
     if (next == IBV_WQS_RESET) rq_.clear();
     if (next == IBV_WQS_ERR) flush(lk);
@@ -105,8 +107,8 @@ ibv_wq *create_wq(ibv_context *ctx, ibv_wq_init_attr *a) {
     static constexpr const char *kVerb = "ibv_create_wq";
     if (!ctx || !a) return fail<ibv_wq>(refuse(EINVAL, kVerb, "NULL context or attributes"));
     if (a->wq_type != IBV_WQT_RQ)
-        return fail<ibv_wq>(refuse(EINVAL, kVerb, "wq_type %u: only IBV_WQT_RQ exists",
-                                   unsigned(a->wq_type)));
+        return fail<ibv_wq>(
+            refuse(EINVAL, kVerb, "wq_type %u: only IBV_WQT_RQ exists", unsigned(a->wq_type)));
     if (a->comp_mask & ~uint32_t(IBV_WQ_INIT_ATTR_FLAGS))
         return fail<ibv_wq>(refuse(EINVAL, kVerb, "comp_mask 0x%x has unknown bits", a->comp_mask));
     if ((a->comp_mask & IBV_WQ_INIT_ATTR_FLAGS) && a->create_flags)
@@ -117,8 +119,8 @@ ibv_wq *create_wq(ibv_context *ctx, ibv_wq_init_attr *a) {
     if (!a->pd || !a->cq) return fail<ibv_wq>(refuse(EINVAL, kVerb, "a WQ needs a PD and a CQ"));
     if (a->max_wr > uint32_t(kMaxQpWr) || a->max_sge > uint32_t(kMaxSge))
         return fail<ibv_wq>(refuse(EINVAL, kVerb,
-                                   "max_wr %u, max_sge %u: the device allows %d and %d",
-                                   a->max_wr, a->max_sge, kMaxQpWr, kMaxSge));
+                                   "max_wr %u, max_sge %u: the device allows %d and %d", a->max_wr,
+                                   a->max_sge, kMaxQpWr, kMaxSge));
     a->max_wr = std::max(a->max_wr, 1u);
     a->max_sge = std::max(a->max_sge, 1u);
     std::unique_ptr<Wq> wq;
@@ -153,11 +155,10 @@ ibv_rwq_ind_table *create_rwq_ind_table(ibv_context *ctx, ibv_rwq_ind_table_init
     if (!ctx || !a || !a->ind_tbl)
         return fail<ibv_rwq_ind_table>(refuse(EINVAL, kVerb, "NULL context, attributes or table"));
     if (a->comp_mask)
-        return fail<ibv_rwq_ind_table>(refuse(EINVAL, kVerb, "comp_mask 0x%x: none is defined",
-                                              a->comp_mask));
+        return fail<ibv_rwq_ind_table>(
+            refuse(EINVAL, kVerb, "comp_mask 0x%x: none is defined", a->comp_mask));
     if (a->log_ind_tbl_size > kMaxRwqIndTableLog)
-        return fail<ibv_rwq_ind_table>(refuse(EINVAL, kVerb,
-                                              "log_ind_tbl_size %u: at most %u",
+        return fail<ibv_rwq_ind_table>(refuse(EINVAL, kVerb, "log_ind_tbl_size %u: at most %u",
                                               a->log_ind_tbl_size, kMaxRwqIndTableLog));
     const size_t n = size_t(1) << a->log_ind_tbl_size;
     for (size_t i = 0; i < n; ++i)

@@ -6,7 +6,9 @@
 namespace softrdma::wire {
 namespace {
 
-uint16_t be16(const uint8_t *p) { return uint16_t(p[0] << 8 | p[1]); }
+uint16_t be16(const uint8_t *p) {
+    return uint16_t(p[0] << 8 | p[1]);
+}
 void put_be16(uint8_t *p, uint16_t v) {
     p[0] = uint8_t(v >> 8);
     p[1] = uint8_t(v);
@@ -83,7 +85,7 @@ bool parse_eth_frame(std::span<const uint8_t> frame, EthFrame &f) {
     } else {
         return true;
     }
-    const size_t need = f.l4_proto == kProtoTcp ? kTcpMinHeader
+    const size_t need = f.l4_proto == kProtoTcp   ? kTcpMinHeader
                         : f.l4_proto == kProtoUdp ? kUdpHeader
                                                   : SIZE_MAX;
     if (need != SIZE_MAX && l4_len >= need) {
@@ -194,8 +196,8 @@ uint32_t toeplitz_hash(std::span<const uint8_t> key, std::span<const uint8_t> in
     if (key.size() < 4) return 0;
     uint32_t hash = 0;
     // The 32-bit window of the key that lines up with the current input bit.
-    uint32_t window = uint32_t(key[0]) << 24 | uint32_t(key[1]) << 16 | uint32_t(key[2]) << 8 |
-                      key[3];
+    uint32_t window =
+        uint32_t(key[0]) << 24 | uint32_t(key[1]) << 16 | uint32_t(key[2]) << 8 | key[3];
     size_t next_key_byte = 4;
     for (uint8_t byte : input) {
         const uint8_t k = next_key_byte < key.size() ? key[next_key_byte] : 0;

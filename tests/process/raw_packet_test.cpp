@@ -20,7 +20,7 @@ using namespace sr_test;
 
 namespace {
 
-constexpr size_t kBuf = 1 << 18;  // 128 receive slots
+constexpr size_t kBuf = 1 << 18;   // 128 receive slots
 constexpr uint32_t kSlot = 2048;   // receive buffer per frame
 constexpr uint16_t kPort = 4791;   // the UDP port the rules choose
 constexpr size_t kFrameLen = 200;  // Ethernet + IPv4 + UDP + payload
@@ -72,7 +72,8 @@ struct RawEnd {
         list = ibv_get_device_list(&n);
         PCHECK(list);
         for (int i = 0; i < n; ++i)
-            if (std::strcmp(ibv_get_device_name(list[i]), "sr_lo") == 0) ctx = ibv_open_device(list[i]);
+            if (std::strcmp(ibv_get_device_name(list[i]), "sr_lo") == 0)
+                ctx = ibv_open_device(list[i]);
         PCHECK(ctx);
         pd = ibv_alloc_pd(ctx);
         cq = ibv_create_cq(ctx, 256, nullptr, nullptr, 0);
@@ -230,10 +231,10 @@ TEST(RawPacket, FlowRulesChooseFramesAndChecksumsAreFilled) {
     };
     auto sender = [&](Oob &oob) {
         RawEnd e;
-        build_frame(e.buf, mine, 0x0a000001, kPort, 1);            // taken
+        build_frame(e.buf, mine, 0x0a000001, kPort, 1);             // taken
         build_frame(e.buf + 1024, mine, 0x0a000001, kPort + 1, 2);  // another port
-        build_frame(e.buf + 2048, other, 0x0a000001, kPort, 3);    // another MAC
-        build_frame(e.buf + 3072, mine, 0x0a000001, kPort, 4);     // taken, checksummed
+        build_frame(e.buf + 2048, other, 0x0a000001, kPort, 3);     // another MAC
+        build_frame(e.buf + 3072, mine, 0x0a000001, kPort, 4);      // taken, checksummed
         oob.barrier();
         for (uint64_t i = 0; i < 4; ++i)
             e.send(i * 1024, kFrameLen, i == 3 ? IBV_SEND_IP_CSUM : 0, i);
@@ -269,7 +270,8 @@ TEST(RawPacket, RssSpreadsFramesOverWqs) {
             m.attr_mask = IBV_WQ_ATTR_STATE;
             m.wq_state = IBV_WQS_RDY;
             PCHECK_EQ(ibv_modify_wq(wqs[i], &m), 0);
-            for (int k = 0; k < kFlows * kRounds; ++k) e.post_recv(wqs[i], uint64_t(i * 32 + k % 32));
+            for (int k = 0; k < kFlows * kRounds; ++k)
+                e.post_recv(wqs[i], uint64_t(i * 32 + k % 32));
         }
         ibv_rwq_ind_table_init_attr ta{};
         ta.log_ind_tbl_size = 2;

@@ -21,8 +21,10 @@ Bytes frame(int ip, uint8_t proto, bool vlan = false) {
     if (vlan) f.insert(f.end(), {0x81, 0x00, 0xac, 0x0c});
     const size_t l4 = proto == 6 ? 20 : 8;
     if (ip == 4) {
-        f.insert(f.end(), {0x08, 0x00, 0x45, 0x10, 0, uint8_t(20 + l4 + 8), 0, 0, 0x40, 0, 64,
-                           proto, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2});
+        f.insert(f.end(), {0x08, 0x00, 0x45, 0x10, 0,  uint8_t(20 + l4 + 8),
+                           0,    0,    0x40, 0,    64, proto,
+                           0,    0,    1,    1,    1,  1,
+                           2,    2,    2,    2});
     } else {
         f.insert(f.end(), {0x86, 0xdd, 0x6a, 0x12, 0x34, 0x56, 0, uint8_t(l4 + 8), proto, 64});
         for (int i = 0; i < 16; ++i) f.push_back(uint8_t(0xa0 + i));
