@@ -25,8 +25,10 @@ class Pollable {
     virtual void on_timer() {}
 };
 
-// Microseconds the engine polls on after socket activity (SOFTRDMA_ENGINE_SPIN_US).
+// Microseconds the engine polls on after socket activity (SOFTRDMA_ENGINE_SPIN_US), and keeps
+// reading a shared-memory ring nobody polls after frames last came through it.
 inline constexpr uint64_t kDefaultSpinUs = 50;
+uint64_t engine_spin_ns();
 
 class ProgressEngine {
   public:

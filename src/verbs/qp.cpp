@@ -58,13 +58,9 @@ bool is_atomic(ibv_wr_opcode op) {
 }
 
 // How long the engine keeps reading a shared-memory ring nobody polls after frames last came
-// through it: SOFTRDMA_ENGINE_SPIN_US (default 100; 0: sleep at once).
-uint64_t engine_spin_ns() {
-    static const uint64_t ns = [] {
-        const char *v = std::getenv("SOFTRDMA_ENGINE_SPIN_US");
-        const long us = v ? std::atol(v) : 100;
-        return uint64_t(us < 0 ? 0 : us) * 1000;
-    }();
+// through it: as long as it polls after socket activity (SOFTRDMA_ENGINE_SPIN_US).
+uint64_t ring_spin_ns() {
+    static const uint64_t ns = transport::engine_spin_ns();
     return ns;
 }
 
@@ -990,7 +986,7 @@ void Qp::update_interest(Lock &) {
     // Frames came through the ring a moment ago: in a burst more follow, and being woken
     // through the socket costs far more (a send() by the peer, a wake-up of this thread)
     // than looking again. The engine keeps reading for a while (SOFTRDMA_ENGINE_SPIN_US).
-    if (stream_ && stream_->shm_rx() && now - ring_rx_ns_ < engine_spin_ns()) {
+    if (stream_ && stream_->shm_rx() && now - ring_rx_ns_ < ring_spin_ns()) {
         arm_timer_at(now, now);
         return;
     }
