@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // RC over softrdma next to plain TCP between the same two cores, in one run:
 //   - 8-byte round trip: RC SEND ping-pong vs TCP ping-pong (both busy-polling)
 //   - bandwidth: RDMA WRITE stream vs TCP stream, 64 KiB and 1 MiB messages

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """Turns bench/run.sh's raw tool outputs into results.json, results.md and plot.svg.
 
     python3 bench/report.py OUTDIR

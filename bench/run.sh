@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # softrdma benchmark: one command, everything on 127.0.0.1.
 #
 #   bench/run.sh [outdir]          (default outdir: bench/results)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Plain TCP connection setup rate on loopback, the baseline for cmtime's CM numbers.
  *
  *   tcp_connrate server PORT N        accept N connections, then exit

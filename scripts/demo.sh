@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The main job: install, build, then two processes exchange data over one RC queue pair on
 # 127.0.0.1 through our libibverbs (SEND, 512 KiB RDMA WRITE, 512 KiB RDMA READ, all checked).
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Installs what softrdma needs on Debian 12: `deps.sh build` for building the libraries,
 # `deps.sh test` for the whole test suite (Debian's RDMA programs are the conformance oracle).
 set -euo pipefail

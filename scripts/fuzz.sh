@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Builds the libFuzzer targets (clang, ASan + UBSan) and runs each for a bounded time from the
 # seed corpus in tests/fuzz/corpus/<target>/. New inputs go to a scratch directory, so the
 # repository stays as it is; a crash fails the run and leaves the input under build-fuzz/.

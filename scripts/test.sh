@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Every test: unit, API, two-process, load, ABI (layout/exports/ldd), Debian's unmodified RDMA
 # programs on our libraries and the namespace tests; then all of them but the ABI checks again
 # under ASan+UBSan, the API/process tests under TSan, and every wire decoder under libFuzzer

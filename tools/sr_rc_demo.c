@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * sr_rc_demo: the project's main job. Two processes join one RC queue pair over 127.0.0.1
  * (addresses exchanged over a plain TCP socket, as ibv_rc_pingpong does) and then move data

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * softrdma - <rdma/rdma_cma.h>
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Binding and address/route resolution. RDMA_PS_TCP port P is TCP port P (as on iWARP): the
 // bound socket reserves it, then listens or connects from it.
 #include <arpa/inet.h>

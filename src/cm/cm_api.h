@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The CM operations behind librdmacm.so.1's entry points. They live in libibverbs.so.1 (with
 // the verbs objects they drive) and are exported to librdmacm under SOFTRDMA_PRIVATE_1.
 // Each returns what the rdma_* call of the same name returns (0, or -1 with errno).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Connection establishment over TCP + MPA (as iWARP does it): listen, connect, accept,
 // reject, disconnect. The CM's TCP connection becomes the QP's stream.
 #include <arpa/inet.h>

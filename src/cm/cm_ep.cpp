@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // rdma_getaddrinfo and the synchronous endpoint calls built on it.
 #include <netdb.h>
 #include <sys/socket.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 #include "cm/cm_event.h"
 
 #include <fcntl.h>

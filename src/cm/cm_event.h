@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // CM event channels: a pollable fd (an eventfd, readable while events wait) and the queue of events
 // the application reads with rdma_get_cm_event.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Ids, events, channels, options and the shared device contexts.
 #include "cm/cm_id.h"
 

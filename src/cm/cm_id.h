@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The rdma_cm_id: the kernel's rdma_cm state machine, moved into the process. One TCP
 // connection per connected id, which becomes its QP's stream (iWARP style).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Multicast through the CM: rdma_join_multicast(_ex) and rdma_leave_multicast. A group is
 // named by an IP multicast address (or, through AF_IB, by its MGID); RoCE v2 maps IPv4
 // a.b.c.d to the MGID ::ffff:a.b.c.d. The join is local (the kernel's IGMP/MLD report

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 #include "cm/cm_neigh.h"
 
 #include <linux/neighbour.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Neighbor (ARP/ND) state of the next hop toward a destination, as RoCE address resolution
 // waits for it. Queries rtnetlink; no privileges needed.
 #pragma once

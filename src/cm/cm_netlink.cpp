@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Interface and address changes (rtnetlink) turned into CM events: an id whose address goes
 // away gets ADDR_CHANGE, an id whose interface (device) disappears gets DEVICE_REMOVAL.
 #include <linux/netlink.h>

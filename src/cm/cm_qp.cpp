@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // QPs and SRQs made through the CM, and the QP attributes it computes for applications
 // that drive their own QP.
 #include <cerrno>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // RDMA_PS_UDP ids: SIDR-style resolution over UDP (docs/wire.md §8.2). The active id sends a
 // request from its bound UDP socket to the listener's port and retransmits it until a reply or
 // the CM timeout; the listener turns each new request into a child id (CONNECT_REQUEST), and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Reads an enum field the application filled in, without assuming it holds a valid
 // enumerator: C callers can store any integer there, and in C++ loading an out-of-range
 // value through the enum type is undefined.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // SOFTRDMA_FAULTS: faults an RDMA program must survive, injected on purpose so that its error
 // paths can be tested without hardware that misbehaves on cue. Every decision comes from a
 // generator seeded by the plan's seed and the object's creation number, so a single-threaded

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Diagnostics to stderr, enabled by SOFTRDMA_DEBUG=1. Never on the data path by default.
 #pragma once
 #include <cstdio>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // RDMA data model vs ThreadSanitizer: the progress engine writes (and reads) registered
 // application memory on behalf of a remote peer, and the application synchronizes with that
 // peer through its own protocol across a process boundary TSan cannot see. In TSan builds

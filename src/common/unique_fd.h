@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Owning file descriptor.
 #pragma once
 #include <unistd.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // An established MPA stream on a non-blocking TCP socket: parses incoming FPDUs and places
 // their payload straight into the memory the owner names (no staging copy for bulk data),
 // and writes outgoing FPDUs gathered from the owner's buffers with writev.

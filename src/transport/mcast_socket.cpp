@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 #include "transport/mcast_socket.h"
 
 #include <sys/socket.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Multicast groups over IP multicast: where a group's datagrams go and the sockets that
 // receive them. A multicast GID is the group's IP address (RoCE v2: ::ffff:a.b.c.d for IPv4).
 #pragma once

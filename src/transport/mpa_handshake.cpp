@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 #include "transport/mpa_handshake.h"
 
 #include <fcntl.h>

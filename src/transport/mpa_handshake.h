@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The MPA request/reply exchange on a fresh non-blocking TCP socket, driven by the progress
 // engine. Either side: the active side sends the request once connected and waits for the
 // reply; the passive side waits for the request and asks its owner what to answer.

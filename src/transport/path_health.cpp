@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 #include "transport/path_health.h"
 
 #include <netinet/in.h>

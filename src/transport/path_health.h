@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // What TCP says of the path to a peer: read from TCP_INFO when a retry budget runs out.
 #pragma once
 #include <cstdint>

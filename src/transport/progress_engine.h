@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The process-wide progress engine: one background thread on epoll that keeps one-sided
 // operations and connection setup moving while the application is not in the library.
 // Application threads that poll CQs drive their own QPs; this thread is the fallback.

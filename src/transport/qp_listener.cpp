@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 #include "transport/qp_listener.h"
 
 #include <netinet/in.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Raw-verbs RC/UC connection setup: every QP number names a TCP listener of this process
 // (QPN = listener port << 8 | slot), so a peer that knows our GID and QPN can reach the QP
 // without any out-of-band help. One listener serves 256 QPs; more QPs open more listeners.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 #include "transport/ud_flow.h"
 
 #include <cstring>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Flow control for UD datagrams between softrdma QPs: what RoCE gets from a lossless fabric
 // (PFC), done with credits. A receiver tells each sender how many of its datagrams it has taken
 // off its socket and how many more may be in flight (the window its socket buffer can hold);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Sockets the library opens for itself (QP listeners, UD QPs), bound to the wildcard address.
 //
 // Their ports are taken above the kernel's ephemeral range (net.ipv4.ip_local_port_range) when

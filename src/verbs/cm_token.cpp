@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 #include "verbs/cm_token.h"
 
 #include <array>

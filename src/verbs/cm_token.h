@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // rdma_init_qp_attr hands applications that manage their own QP (rping -q, perftest) a
 // small "destination QPN" that is really a token for the CM connection; when the QP moves
 // to RTR with it, the QP is remembered here so the CM can give it the connection's stream.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 #include "verbs/comp_channel.h"
 
 #include <sys/eventfd.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Completion channel: a real pollable fd (an eventfd in semaphore mode, one count per event)
 // plus the queue of CQs whose events are waiting to be read.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // An opened device: the extended verbs_context (so the header inlines reach every slot),
 // the ops table of the data path, and the async event queue.
 #pragma once

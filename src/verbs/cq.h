@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Completion queue: a ring of work completions filled by whichever thread progresses a QP,
 // and the arming state of completion-channel notification.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Software devices: one per IP interface (lo included), listed non-loopback first, each with
 // one RoCE-like port whose GID table holds the interface's addresses.
 #pragma once

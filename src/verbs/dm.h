@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Device memory (ibv_alloc_dm). On a NIC it is memory on the card, reached through
 // ibv_memcpy_to/from_dm and through MRs registered on it; here the device is the library, so
 // it is memory the library owns, with the same rules: 4-byte aligned copies inside the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The key space shared by memory regions and memory windows: a key's upper 24 bits index a
 // slot, its low byte tells registrations of one slot apart. Every incoming WRITE/READ/atomic
 // resolves its key here, under the shared lock; registration, binding and invalidation take

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Memory regions: registration and the local key check (remote keys: verbs/mw.h).
 #pragma once
 #include <infiniband/verbs.h>

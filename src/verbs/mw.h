@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Memory windows (type 1 and type 2B, as rxe implements them) and the remote key check,
 // which resolves an MR's rkey or a window's.
 #pragma once

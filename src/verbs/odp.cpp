@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 #include "verbs/odp.h"
 
 #include <sys/mman.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // On-demand paging. softrdma never pins: every region is "on demand" in fact, since the
 // library reads and writes the application's virtual memory when an operation arrives. What
 // ODP adds is the promise that memory need not be mapped at registration (an implicit region

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Thread domains and parent domains (ibv_alloc_td, ibv_alloc_parent_domain). A parent
 // domain is a PD that wraps a protection domain (everything made on it is protected by that
 // PD), optionally a thread domain, and optionally the application's allocators, which then

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Queue pair: the verbs-level state machine and work queues, plus (for RC/UC) the protocol
 // over one TCP connection. The code is split by job like siw: qp.cpp (verbs entry points,
 // state, completions), qp_connect.cpp (joining the peer), qp_tx.cpp (requester and response

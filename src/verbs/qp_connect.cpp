@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Joining two raw-verbs QPs: the QP with the smaller (GID, QPN) dials the other's listener
 // once it reaches RTR; the other answers from its listener. See docs/wire.md §3.
 #include <sys/epoll.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Multicast for UD QPs: a group is an IP multicast group (transport/mcast_socket.h). An
 // attached QP joins it on a socket of its own on the group port; the kernel hands every
 // member socket, in every process, its own copy of each datagram.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Reception: every incoming segment is checked (key, bounds, access, state) before a byte is
 // placed; requests are executed in order; responses complete the requester's WQEs.
 #include <arpa/inet.h>

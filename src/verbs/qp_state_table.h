@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Which QP state transitions are legal and which attributes each one requires or allows, per
 // QP type, as the kernel's ib_modify_qp_is_ok() decides. Pure table, unit-tested.
 #pragma once

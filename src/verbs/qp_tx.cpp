@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Transmission: control messages, responses owed to the peer, then the send queue.
 #include <arpa/inet.h>
 

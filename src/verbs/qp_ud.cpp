@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // UD QPs: one UDP datagram per message, to the UDP port the destination QPN names. Every
 // receive buffer starts with a 40-byte GRH, as on RoCE. Unreliable means unreliable: a wrong
 // Q_Key or no posted receive drops the datagram (and counts it).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The ibv_qp_ex work-request builder (ibv_wr_start ... ibv_wr_complete).
 #include <cerrno>
 #include <cstring>

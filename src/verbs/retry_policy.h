@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // When a silent RC requester gives up with IBV_WC_RETRY_EXC_ERR. Pure (no clock, no socket),
 // so each rule is unit-tested; Qp feeds it TCP's view of the path. See docs/compatibility.md.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // What a verbs context's command fd stands for: its objects, by handle. rdma-core shares a
 // context's kernel objects with whoever holds a dup of its cmd_fd (ibv_import_device) and
 // finds them by handle (ibv_import_pd, ibv_import_mr). Our cmd_fd is a memfd: its inode names

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Shared receive queue: receive WQEs that any attached QP may consume, with the limit event.
 #pragma once
 #include <infiniband/verbs.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The verbs operations behind both the exported C symbols and the context's op slots.
 // Functions that create objects return NULL with errno set; the others return an errno
 // value (0 on success), as rdma-core's do.

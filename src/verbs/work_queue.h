@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Fixed-capacity work queues: allocated at QP/SRQ creation, nothing per operation after.
 #pragma once
 #include <infiniband/verbs.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // XRC domains. ibv_open_xrcd with a file descriptor names a domain by the file's inode, so
 // every open of the same file gets the same domain; fd -1 makes a private one. XRC SRQs
 // carry a domain-wide number (ibv_get_srq_num) that XRC receive QPs deliver to.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Big-endian field access for wire codecs: explicit, alignment-free, no I/O.
 #pragma once
 #include <cstddef>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 #include "wire/crc32c.h"
 
 #include <array>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // CRC32c (Castagnoli), as MPA uses for its optional FPDU trailer.
 #pragma once
 #include <cstddef>

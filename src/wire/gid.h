@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // GIDs as RoCE v2 uses them: an IPv6 address, with IPv4 as ::ffff:a.b.c.d. Pure helpers.
 #pragma once
 #include <cstdint>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // MPA (RFC 5044, enhanced mode of RFC 6581): the connection-setup frames exchanged once after
 // TCP connect, before any FPDU. Pure encode/decode, no I/O.
 #pragma once

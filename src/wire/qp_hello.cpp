@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 #include "wire/qp_hello.h"
 
 #include <cstring>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The private data of the MPA exchange that joins two raw-verbs QPs (connected by
 // ibv_modify_qp with a remote GID + QPN, not by the CM). Only ever sent to a softrdma QP
 // listener, so it never meets another stack. Layout: docs/wire.md §3.

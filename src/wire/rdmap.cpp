@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 #include "wire/rdmap.h"
 
 #include "wire/byte_order.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // DDP (RFC 5041) + RDMAP (RFC 5040) segment headers inside MPA FPDUs, and the payload layouts
 // of the control-like messages. Pure encode/decode, no I/O. Byte layouts: docs/wire.md.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // SIDR-style resolution of RDMA_PS_UDP ids: one request and one reply datagram between the
 // active id's UDP socket and the listener's UDP port. Pure codec. Layout: docs/wire.md §8.2.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 #include "wire/ud_header.h"
 
 #include "wire/byte_order.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The header in front of every UD datagram (one UDP datagram per message). Pure codec.
 // Layout: docs/wire.md §8.
 #pragma once

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # check_exports.sh <libdir>
 #
 # Verifies that every symbol@VERSION listed in required_imports.txt (next to

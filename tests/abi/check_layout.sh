@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # check_layout.sh <srcdir> <outdir>
 #
 # ABI layout test.  Builds tests/abi/layout.c twice:

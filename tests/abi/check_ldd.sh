@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # check_ldd.sh <libdir>
 #
 # Loads each of Debian 12's 33 prebuilt RDMA ELF programs (ibverbs-utils,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Shared fixture for single-process API tests: an opened sr_lo context with a PD.
 #pragma once
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Device discovery and queries through the drop-in libibverbs.
 #include <gtest/gtest.h>
 #include <infiniband/verbs.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // PD, MR, CQ, completion channel, SRQ and QP objects: creation, argument errors, EBUSY rules.
 #include <arpa/inet.h>
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The QP state machine through ibv_modify_qp, with the kernel's attribute rules.
 #include <cerrno>
 

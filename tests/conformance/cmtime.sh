@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Conformance: Debian's unmodified cmtime (rdmacm-utils) over 127.0.0.1 on our
 # librdmacm.so.1 + libibverbs.so.1. The client times each CM step for many connections
 # at once (rdma_create_id, rdma_resolve_addr, rdma_resolve_route, rdma_create_qp,

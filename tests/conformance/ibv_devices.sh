@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Conformance: Debian's unmodified ibv_devices on our libibverbs.so.1.
 #  - with LD_LIBRARY_PATH=<libdir>, the dynamic linker resolves libibverbs.so.1 to ours;
 #  - ibv_devices exits 0 and lists at least one device, all named sr_*, including sr_lo,

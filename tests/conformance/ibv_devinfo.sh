@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Conformance: Debian's unmodified ibv_devinfo on our libibverbs.so.1.
 #  - `ibv_devinfo`, `ibv_devinfo -v`, `ibv_devinfo -d sr_lo` and `ibv_devinfo -v -d sr_lo`
 #    exit 0; sr_lo shows transport: InfiniBand (0), state: PORT_ACTIVE (4),

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Conformance: Debian's unmodified ibv_rc_pingpong (RC QP, SEND/RECV) over 127.0.0.1,
 # server and client both on our libibverbs.so.1. Each variant must exit 0 on both
 # sides and print the "<iters> iters in ... usec/iter" and "<bytes> bytes in ..."

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Conformance: Debian's unmodified ibv_uc_pingpong (UC QP) over 127.0.0.1 on our
 # libibverbs.so.1: `-g 0` and `-g 0 -s 65536 -n 200`. Both sides must exit 0 and print
 # the "<iters> iters in ... usec/iter" and "<bytes> bytes in ..." lines.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Conformance: Debian's unmodified ibv_ud_pingpong (UD QP, address handles, GRH in every
 # receive buffer) over 127.0.0.1 on our libibverbs.so.1: `-g 0` with the default 1 KiB and
 # with 4 KiB (one MTU) messages. Both sides must exit 0 and print the iteration and byte lines.

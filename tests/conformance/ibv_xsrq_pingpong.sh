@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Conformance: Debian's unmodified ibv_xsrq_pingpong (XRC: per client an XRC send QP on one
 # side, an XRC receive QP on the other, every receive through one XRC SRQ in a domain named
 # by /tmp/xrc_domain) over 127.0.0.1 on our libibverbs.so.1: one client; a server for four

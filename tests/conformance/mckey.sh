@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Conformance: Debian's unmodified mckey (rdmacm-utils) on loopback over our librdmacm.so.1 +
 # libibverbs.so.1: rdma_resolve_addr to a group, rdma_join_multicast_ex (full member and
 # send-only full member), MULTICAST_JOIN with param.ud, UD SEND WITH IMM to the group QPN

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Conformance: Debian's unmodified perftest with its options, over RC on 127.0.0.1 through our
 # libraries: bidirectional (-b), 4 QPs (-q 4), all sizes 2 B to 8 MiB (-a), inline (-I),
 # --report_gbits, every WR signalled and one completion per 100 (-Q), CQ events (-e); some

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Conformance: Debian's unmodified perftest over UD QPs (-c UD), buffer addresses exchanged
 # over perftest's own TCP side channel, on 127.0.0.1 through our libibverbs.so.1:
 #   ib_send_lat -c UD -x 0 -n 1000 (2-byte ping-pong): both sides exit 0 and the client

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Conformance: all of Debian's unmodified perftest over RC on 127.0.0.1, through our
 # libibverbs.so.1 / librdmacm.so.1: ib_send_bw/lat, ib_write_bw/lat, ib_read_bw/lat and
 # ib_atomic_bw/lat (compare-and-swap and fetch-and-add), each in the default raw-verbs mode

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Conformance: Debian's unmodified rdma_server/rdma_client and rdma_xserver/rdma_xclient
 # (rdmacm-utils) over 127.0.0.1 on our librdmacm.so.1 + libibverbs.so.1. They use the
 # synchronous "rdma_verbs" API: rdma_getaddrinfo, rdma_create_ep, rdma_get_request,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Conformance: Debian's unmodified rping (rdmacm-utils) over 127.0.0.1, both sides on our
 # librdmacm.so.1 + libibverbs.so.1. Every ping is a SEND of the client's buffer address,
 # an RDMA READ by the server, a SEND back, a SEND of the sink address, an RDMA WRITE of the

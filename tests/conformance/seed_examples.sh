@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Conformance: the seed RDMA-CM programming manual's complete examples, §10.2 (server) and
 # §10.3 (client), compiled UNCHANGED against softrdma's headers and run on our libraries.
 #

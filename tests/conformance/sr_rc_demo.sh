@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Conformance: the project's main job, sr_rc_demo, as two processes over 127.0.0.1.
 #   server: sr_rc_demo -s -p PORT        client: sr_rc_demo -c 127.0.0.1 -p PORT
 # Both must exit 0 and print "OK"; the server must show the SEND it received and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Conformance: Debian's unmodified ucmatose (rdmacm-utils) over 127.0.0.1 on our
 # librdmacm.so.1 + libibverbs.so.1. ucmatose drives everything through one event channel:
 # rdma_resolve_addr/route, rdma_connect/accept of many ids at once, SENDs both ways on

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Conformance: Debian's unmodified udaddy (rdmacm-utils) over 127.0.0.1 on our librdmacm.so.1
 # + libibverbs.so.1: RDMA_PS_UDP ids, SIDR-style rdma_connect/rdma_accept, ESTABLISHED with
 # param.ud (address handle, QPN, Q_Key), UD SENDs to the server and replies built with

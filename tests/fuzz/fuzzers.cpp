@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // libFuzzer targets for every decoder that reads bytes from the network, one target per binary
 // (chosen by SR_FUZZ_<NAME> at compile time). Each checks that a decoder never reads outside its
 // input (ASan), and that what it accepts is self-consistent (it re-encodes to the same meaning).

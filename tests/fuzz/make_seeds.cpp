@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Writes the seed corpora in tests/fuzz/corpus/<target>/: valid frames made with our own
 // encoders (the fuzzer mutates from there). Run once after a wire format changes:
 //   build-fuzz/bin/fuzz_make_seeds tests/fuzz/corpus

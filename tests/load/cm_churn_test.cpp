@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Issue 5, load: 1,000 RC connections opened, used and closed through the CM on loopback, ten
 // times over. Every CM event is counted per connection (exact counts: none lost, none
 // duplicated), every connection carries a WRITE and a SEND each way that the other side checks,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 #include "load/cm_fleet.h"
 
 #include <arpa/inet.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Many RC connections through the RDMA CM between a client and a server process, with every CM
 // event counted per connection. Both sides run the same phases in lockstep (the out-of-band
 // channel carries the barriers): open, exchange data on some connections, close.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Issue 5, load: 10,000 RC connections through the CM held open and idle. Records what each
 // idle connection costs in memory and fds on both sides (the project's target is < 64 KiB per
 // idle RC connection; reported, not asserted), checks that a sample still carries data both

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The bytes the load tests move: a function of who sent them and when, so a byte that lands
 // in the wrong place, the wrong round or not at all does not pass the check.
 #pragma once

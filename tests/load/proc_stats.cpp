@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 #include "load/proc_stats.h"
 
 #include <dirent.h>

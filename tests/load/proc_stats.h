@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // What a load test watches in a process to see leaks: open fds, threads, resident memory and
 // the allocator's bytes in use, read from /proc/self and glibc.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 #include "load/rc_qp.h"
 
 #include <unistd.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Raw-verbs RC QPs that share one context and PD (the harness's Endpoint opens a context of
 // its own per QP). Peers learn each other through sr_test::Wire records on the socketpair.
 #pragma once

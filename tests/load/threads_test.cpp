@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Issue 5, load: 64 threads of one process post on 64 RC QPs of one context, each thread on
 // its own QP with its own CQ, polling its own completions; a second process checks every byte
 // of every SEND and RDMA WRITE they carried.

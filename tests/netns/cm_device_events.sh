@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # ADDR_CHANGE when an id's address is removed, DEVICE_REMOVAL when its interface goes away,
 # in a network namespace this test creates (and removes).
 #   cm_device_events.sh <libdir> <bindir>

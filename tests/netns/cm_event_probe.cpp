@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Prints the CM events an id bound to <ip>:<port> receives while the test script changes the
 // interface under it (run inside a network namespace by cm_device_events.sh).
 #include <arpa/inet.h>

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Two "hosts": network namespaces joined by a veth pair this test creates (and removes).
 # Debian's unmodified rping and ucmatose run across them on our libraries.
 #   cm_two_hosts.sh <libdir> [<bindir with sr_cm_event_probe>]

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # RC under faults between two "hosts" (network namespaces joined by a veth pair this test
 # creates): checksummed 256 MiB streams (SEND, WRITE with immediate, READ) through 5 % loss in
 # each direction and a rate limit; CM and UD address/route resolution under the same loss; a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // A checksummed RC stream through the CM, for the fault tests (rc_faults.sh): the client moves
 // <MiB> of a seeded pattern to (SEND, WRITE with immediate) or from (READ) the server in chunks;
 // the side that receives checks every chunk against the pattern at its stream offset (so a lost,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Datagrams between two "hosts" (network namespaces joined by a veth pair this test creates):
 # Debian's unmodified ibv_ud_pingpong, udaddy (IPv4 and IPv6) and mckey (IPv4 and IPv6 groups,
 # one receiver on each host, a sender on one of them; also a send-only sender) on our

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Many ids on one channel and many channels in parallel (seed manual §15), and the listen
 // backlog.
 #include <arpa/inet.h>

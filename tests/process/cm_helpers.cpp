@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 #include "process/cm_helpers.h"
 
 #include <arpa/inet.h>

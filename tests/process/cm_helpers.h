@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Helpers the CM process tests share: bounded event waits and loopback ids.
 #pragma once
 #include <netinet/in.h>

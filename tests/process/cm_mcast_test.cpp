@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Multicast through the CM between processes: rdma_join_multicast(_ex) as full and send-only
 // member, MULTICAST_JOIN's param.ud, datagrams to the group with rdma_post_ud_send, nothing
 // after rdma_leave_multicast, and the errors the kernel and rdma-core return.

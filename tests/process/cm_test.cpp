@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The RDMA CM between two processes: events, private data (RoCE sizes), reject paths,
 // sync mode, killed peers, migrate, destroy-waits-for-ack, non-blocking channels.
 #include <arpa/inet.h>

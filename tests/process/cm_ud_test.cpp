@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // RDMA_PS_UDP ids between two processes: SIDR-style resolution (accept with private data and
 // param.ud, reject, timeout), and a datagram sent with what ESTABLISHED reported.
 #include <arpa/inet.h>

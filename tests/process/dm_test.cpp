@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Device memory between two processes: a peer's RDMA WRITE lands in device memory through a
 // zero-based DM MR, and comes back out through ibv_memcpy_from_dm; the copy and budget rules.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // SOFTRDMA_FAULTS between two processes: each injected fault is seen by the program the way
 // hardware reports the real one (work completion status, async event, CM event and status).
 // Each child sets the variable for itself before it first touches the library.

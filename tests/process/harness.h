@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Two-process test harness: each test forks two children joined by a socketpair (the
 // out-of-band channel raw-verbs programs use), runs one function in each, and collects exit
 // codes. The parent never touches the library, so each child starts it fresh.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Hostile input on the TCP side: a raw client that speaks MPA and FPDUs by hand (the bytes of
 // docs/wire.md §2–§5, written independently of our encoders) takes the place of a victim QP's
 // peer and sends forged frames: WRITEs to an unknown key, to a read-only region, past a

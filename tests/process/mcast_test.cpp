@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Multicast between processes with the verbs API: ibv_attach_mcast / ibv_detach_mcast,
 // datagrams to QPN 0xFFFFFF reaching every attached QP with the MGID in the GRH, nothing
 // after a detach, IBV_QP_CREATE_BLOCK_SELF_MCAST_LB, and the errors the kernel returns.

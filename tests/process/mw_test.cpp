@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Memory windows between two processes: remote access through a window reaches exactly its
 // bytes with exactly its rights, and stops the moment it is invalidated or freed.
 #include <gtest/gtest.h>

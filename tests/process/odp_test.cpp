@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // On-demand paging between two processes: an implicit region reaches any mapped memory of
 // the target, an access to a page that does not exist is a remote access error (the target
 // lives on), and ibv_advise_mr prefetches.

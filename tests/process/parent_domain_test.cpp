@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Parent domains between two processes: a QP and CQ made on a parent domain get their rings
 // from the application's allocator (given back at destroy) and move data protected by the
 // PD the domain wraps.

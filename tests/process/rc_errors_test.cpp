@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Errors reported as hardware reports them: RNR, remote access, length, vanished peers,
 // flushes; and the memory of the target is never touched by a rejected operation.
 #include <gtest/gtest.h>

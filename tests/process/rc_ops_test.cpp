@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Every RC opcode between two processes, with the data checked byte for byte.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>

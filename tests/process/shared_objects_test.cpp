@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // A verbs context's command fd stands for its objects: a dup of it imports the context
 // (ibv_import_device), and its PDs and MRs by handle; a QP made on the imported objects moves
 // real data into the original region.

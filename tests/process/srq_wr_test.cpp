@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Shared receive queues across QPs, the SRQ limit event, and the ibv_wr_* (ibv_qp_ex) path.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // UD QPs between two processes: datagrams with a GRH, immediate data, Q_Key checks, lost
 // datagrams (no receive, wrong Q_Key, hostile bytes) and the one-MTU limit.
 #include <arpa/inet.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // XRC between two processes: a sender's XRC send QP reaches the receiver's XRC receive QP,
 // and each message lands in the XRC SRQ it names (completing on that SRQ's CQ); a number
 // that names no SRQ of the domain is an invalid request. Domains are named by file inode.

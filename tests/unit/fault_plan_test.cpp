@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // SOFTRDMA_FAULTS parsing and the seeded decisions behind it.
 #include "common/fault_plan.h"
 

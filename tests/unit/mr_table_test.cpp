@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The memory-region key table: key assignment, stale keys, and the checks every incoming
 // WRITE/READ/atomic goes through (key, PD, access, bounds) before memory is touched.
 #include <gtest/gtest.h>

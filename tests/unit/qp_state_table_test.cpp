@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // QP state transitions and attribute masks, checked against the Linux kernel's qp_state_table /
 // ib_modify_qp_is_ok() (drivers/infiniband/core/verbs.c), which is what ibv_modify_qp on a real
 // device enforces.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // When a silent RC requester gives up: the rules of verbs/retry_policy.cpp on made-up clocks.
 #include "verbs/retry_policy.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // UD flow-control bookkeeping: windows, grants, the watchdog, resynchronisation and the
 // bounded peer tables.
 #include <gtest/gtest.h>

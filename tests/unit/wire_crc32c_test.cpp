@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // CRC32c (Castagnoli) against published check values and a bitwise reference.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Small deterministic fuzz: the decoders see every prefix of valid frames, mutated frames and
 // random bytes. They must never read past the input (run under ASan to see it), and what they
 // report must be self-consistent.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // MPA request/reply frames (RFC 5044, enhanced mode of RFC 6581): layout, round trip, partial
 // input and rejection of malformed frames.
 #include <gtest/gtest.h>

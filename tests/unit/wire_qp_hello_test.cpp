@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The QP hello carried in the MPA private data of raw-verbs RC/UC connections.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // DDP/RDMAP segment headers (RFC 5041/5040) and the payload codecs carried in them.
 #include <gtest/gtest.h>
 

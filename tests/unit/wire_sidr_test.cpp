@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // SIDR request/reply datagrams (docs/wire.md §8.2): layout, round trip and rejection of
 // damaged or oversized messages.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The UD datagram header (docs/wire.md §8): byte layout, round trip, and rejection of
 // anything that is not one of ours.
 #include <gtest/gtest.h>

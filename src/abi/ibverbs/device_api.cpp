@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Exported device, context and port entry points of libibverbs.so.1.
 #include <infiniband/verbs.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Exported PD, MR, CQ, completion channel, QP, SRQ and AH entry points.
 #include <infiniband/verbs.h>
 

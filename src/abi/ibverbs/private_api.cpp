@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // IBVERBS_PRIVATE_34: the provider-driver interface. Debian's libmlx5/libefa import it and
 // call verbs_register_driver_34() from their constructors; nothing else is ever reached,
 // because our devices are not theirs. Each entry fails cleanly.

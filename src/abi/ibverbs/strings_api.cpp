@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Exported helpers that need no device: enum names, rate conversions, sysfs reads, and the
 // kernel-struct converters librdmacm binaries expect.
 #include <infiniband/verbs.h>

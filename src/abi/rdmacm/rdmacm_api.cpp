@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // librdmacm.so.1: the exported rdma_* entry points. The CM itself lives in libibverbs.so.1
 // (next to the verbs objects it drives); these forward to it.
 #include <rdma/rdma_cma.h>

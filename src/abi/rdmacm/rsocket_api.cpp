@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // rsockets (socket calls over RDMA) are a later stage. The symbols exist so that Debian's
 // rstream/riostream/rcopy/udpong load; every call fails cleanly with ENOSYS until then.
 #include <rdma/rsocket.h>

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # shellcheck shell=bash
 # Helpers for the CM (librdmacm) conformance scripts, on top of lib.sh. Not a test: ctest
 # only globs tests/conformance/*.sh. Source it after lib.sh and after conf_init:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # shellcheck shell=bash
 # Shared helpers for tests/conformance/*.sh. Not a test: ctest only globs
 # tests/conformance/*.sh, and this file lives one directory below.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # perftest cases with a sample of the data checked (sourced after lib.sh, after conf_init).
 #
 # The data really moves: conformance/shim/mr_sample.c is preloaded on both sides and fills

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* See wrapper.h. Compiled on its own (without -include wrapper.h): ibv_dereg_mr below is the
  * real libibverbs function. */
 #include <stdio.h>

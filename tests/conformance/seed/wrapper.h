@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Force-included (cc -include) before the seed manual's §10.2 server example, which is
  * compiled unchanged by tests/conformance/seed_examples.sh. The example never prints what
  * it received; it calls ibv_dereg_mr(conn->mr) from destroy_connection() after the client's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 // Preloaded into Debian's perftest by perftest_data.sh, to show that the bytes perftest counts
 // really move. perftest never looks at its data (it fills its buffers with rand() after
 // registering them), so when the first QP goes to RTR, before any traffic, this fills every

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # shellcheck shell=bash
 # Two "hosts" for the netns tests: network namespaces joined by a veth pair, created here
 # and removed on exit (with every PID the test recorded in `pids`). Source it, then call
