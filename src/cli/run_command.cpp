@@ -32,7 +32,11 @@ std::string library_dir() {
     bin.erase(bin.rfind('/'));
     const std::string prefix = bin.substr(0, bin.rfind('/'));
     // The build tree (build/bin next to build/lib), then an installed prefix.
-    for (const std::string &dir : {prefix + "/lib", prefix + "/lib/softrdma"})
+#ifndef SOFTRDMA_REL_LIBDIR
+#define SOFTRDMA_REL_LIBDIR "lib/softrdma"
+#endif
+    for (const std::string &dir :
+         {prefix + "/lib", prefix + "/" SOFTRDMA_REL_LIBDIR, prefix + "/lib/softrdma"})
         if (has_libibverbs(dir)) return dir;
     return {};
 }

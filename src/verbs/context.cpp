@@ -72,7 +72,7 @@ int Context::get_async(ibv_async_event *ev) {
 
 void fill_device_attr(const Device &dev, ibv_device_attr &a) {
     std::memset(&a, 0, sizeof a);
-    std::snprintf(a.fw_ver, sizeof a.fw_ver, "softrdma 0.1");
+    std::snprintf(a.fw_ver, sizeof a.fw_ver, "softrdma %s", SOFTRDMA_VERSION);
     a.node_guid = htobe64(dev.guid_host());
     a.sys_image_guid = htobe64(dev.guid_host());
     a.max_mr_size = ~0ull;
