@@ -17,6 +17,8 @@ void usage(FILE *to) {
         "      /dev/infiniband and /sys/class/infiniband* in which our devices exist (a user\n"
         "      and mount namespace; nothing changes outside it). --host-paths (root, where no\n"
         "      namespace can be made) creates /dev/infiniband entries on this system instead.\n"
+        "  devices [--json]\n"
+        "      our devices: network interface, state, MTUs, node GUID and GID table\n"
         "  env\n"
         "      print the shell line that puts our libraries first on LD_LIBRARY_PATH\n"
         "      (eval \"$(softrdma env)\"); programs that read the kernel's device files want run.\n"
@@ -52,6 +54,7 @@ int main(int argc, char **argv) {
     }
     if (!std::strcmp(argv[1], "run")) return softrdma::cli::run_command(argc - 2, argv + 2);
     if (!std::strcmp(argv[1], "env")) return env_command();
+    if (!std::strcmp(argv[1], "devices")) return softrdma::cli::devices_command(argc - 2, argv + 2);
     if (!std::strcmp(argv[1], "--version") || !std::strcmp(argv[1], "version")) {
         std::printf("softrdma %s\n", SOFTRDMA_VERSION);
         return 0;
