@@ -46,19 +46,21 @@ int devices_command(int argc, char **argv) {
         const auto gids = d->gids();
         const unsigned mtu = transport::interface_mtu(d->ifindex());
         if (json) {
-            std::printf("%s\n  {\"name\": \"%s\", \"netdev\": \"%s\", \"ifindex\": %d, "
-                        "\"state\": \"ACTIVE\", \"link_layer\": \"Ethernet\", \"active_mtu\": 4096, "
-                        "\"netdev_mtu\": %u, \"loopback\": %s, \"node_guid\": \"%s\", \"gids\": [",
-                        first ? "" : ",", d->name, d->ifname().c_str(), d->ifindex(), mtu,
-                        d->loopback() ? "true" : "false", guid_text(d->guid_host()).c_str());
+            std::printf(
+                "%s\n  {\"name\": \"%s\", \"netdev\": \"%s\", \"ifindex\": %d, "
+                "\"state\": \"ACTIVE\", \"link_layer\": \"Ethernet\", \"active_mtu\": 4096, "
+                "\"netdev_mtu\": %u, \"loopback\": %s, \"node_guid\": \"%s\", \"gids\": [",
+                first ? "" : ",", d->name, d->ifname().c_str(), d->ifindex(), mtu,
+                d->loopback() ? "true" : "false", guid_text(d->guid_host()).c_str());
             for (size_t i = 0; i < gids.size(); ++i)
                 std::printf("%s\"%s\"", i ? ", " : "", gid_text(gids[i].raw).c_str());
             std::printf("]}");
         } else {
-            std::printf("%s: netdev %s (ifindex %d)%s, state ACTIVE, link layer Ethernet, "
-                        "active_mtu 4096, netdev mtu %u, node_guid %s\n",
-                        d->name, d->ifname().c_str(), d->ifindex(),
-                        d->loopback() ? ", loopback" : "", mtu, guid_text(d->guid_host()).c_str());
+            std::printf(
+                "%s: netdev %s (ifindex %d)%s, state ACTIVE, link layer Ethernet, "
+                "active_mtu 4096, netdev mtu %u, node_guid %s\n",
+                d->name, d->ifname().c_str(), d->ifindex(), d->loopback() ? ", loopback" : "", mtu,
+                guid_text(d->guid_host()).c_str());
             for (size_t i = 0; i < gids.size(); ++i)
                 std::printf("    gid %zu: %s\n", i, gid_text(gids[i].raw).c_str());
         }

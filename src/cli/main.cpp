@@ -19,6 +19,9 @@ void usage(FILE *to) {
         "      namespace can be made) creates /dev/infiniband entries on this system instead.\n"
         "  devices [--json]\n"
         "      our devices: network interface, state, MTUs, node GUID and GID table\n"
+        "  doctor [PROGRAM]\n"
+        "      check what makes softrdma fail or slow here, and whether PROGRAM would load our\n"
+        "      libraries; says what to do\n"
         "  env\n"
         "      print the shell line that puts our libraries first on LD_LIBRARY_PATH\n"
         "      (eval \"$(softrdma env)\"); programs that read the kernel's device files want run.\n"
@@ -37,7 +40,8 @@ std::string shell_quote(const std::string &s) {
 int env_command() {
     const std::string libs = softrdma::cli::library_dir();
     if (libs.empty()) {
-        std::fprintf(stderr, "softrdma env: cannot find our libibverbs.so.1 (set SOFTRDMA_LIBDIR)\n");
+        std::fprintf(stderr,
+                     "softrdma env: cannot find our libibverbs.so.1 (set SOFTRDMA_LIBDIR)\n");
         return 1;
     }
     std::printf("export LD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\n",
@@ -55,6 +59,7 @@ int main(int argc, char **argv) {
     if (!std::strcmp(argv[1], "run")) return softrdma::cli::run_command(argc - 2, argv + 2);
     if (!std::strcmp(argv[1], "env")) return env_command();
     if (!std::strcmp(argv[1], "devices")) return softrdma::cli::devices_command(argc - 2, argv + 2);
+    if (!std::strcmp(argv[1], "doctor")) return softrdma::cli::doctor_command(argc - 2, argv + 2);
     if (!std::strcmp(argv[1], "--version") || !std::strcmp(argv[1], "version")) {
         std::printf("softrdma %s\n", SOFTRDMA_VERSION);
         return 0;

@@ -350,7 +350,7 @@ class Qp : public ibv_qp_ex,
     bool shm_offerer_ = false;    // the end that accepted the TCP connection offers
     bool shm_offer_due_ = false;  // a new stream: offer (or say why not) at its first request
     std::atomic<bool> sock_event_{false};  // the engine saw the socket readable
-    uint64_t ring_rx_ns_ = 0;  // when frames last came through a shared-memory ring
+    uint64_t ring_rx_ns_ = 0;              // when frames last came through a shared-memory ring
     bool connecting_ = false;
     bool tx_blocked_ = false;
     uint64_t next_dial_ns_ = 0;
