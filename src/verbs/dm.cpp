@@ -20,12 +20,6 @@ namespace {
 std::mutex g_budget_mu;
 uint64_t g_used = 0;
 
-template <typename T>
-T *fail(int err) {
-    errno = err;
-    return nullptr;
-}
-
 // mlx5's rule: offset and length in 4-byte units, inside the allocation.
 bool range_ok(const Dm &dm, uint64_t off, size_t len) {
     return off % 4 == 0 && len % 4 == 0 && off <= dm.length && len <= dm.length - off;

@@ -16,11 +16,6 @@ namespace {
 
 constexpr const char *kVerb = "ibv_create_flow";
 
-ibv_flow *fail(int err) {
-    errno = err;
-    return nullptr;
-}
-
 void copy_ip(uint8_t (&dst)[16], uint32_t be) {
     std::memcpy(dst, &be, 4);
 }
@@ -123,18 +118,22 @@ bool Flow::takes(const wire::EthFrame &f, bool outgoing) const {
 }
 
 ibv_flow *create_flow(ibv_qp *q, ibv_flow_attr *a) {
-    if (!q || !a) return fail(refuse(EINVAL, kVerb, "NULL QP or attributes"));
+    if (!q || !a) return fail<ibv_flow>(refuse(EINVAL, kVerb, "NULL QP or attributes"));
     if (a->comp_mask)
-        return fail(refuse(EINVAL, kVerb, "comp_mask 0x%x: none is defined", a->comp_mask));
-    if (a->port != 1) return fail(refuse(EINVAL, kVerb, "port %u: the device has one, 1", a->port));
+        return fail<ibv_flow>(
+            refuse(EINVAL, kVerb, "comp_mask 0x%x: none is defined", a->comp_mask));
+    if (a->port != 1)
+        return fail<ibv_flow>(refuse(EINVAL, kVerb, "port %u: the device has one, 1", a->port));
     if (unsigned(a->type) > IBV_FLOW_ATTR_SNIFFER)
-        return fail(
+        return fail<ibv_flow>(
             refuse(EINVAL, kVerb, "type %u is not an ibv_flow_attr_type", unsigned(a->type)));
     if (a->flags & ~unsigned(IBV_FLOW_ATTR_FLAGS_DONT_TRAP))
-        return fail(refuse(EOPNOTSUPP, kVerb, "flags 0x%x: only DONT_TRAP is supported", a->flags));
+        return fail<ibv_flow>(
+            refuse(EOPNOTSUPP, kVerb, "flags 0x%x: only DONT_TRAP is supported", a->flags));
     if (q->qp_type != IBV_QPT_RAW_PACKET)
-        return fail(refuse(EOPNOTSUPP, kVerb, "%s QPs take no flow rules (raw packet QPs do)",
-                           qp_type_name(q->qp_type)));
+        return fail<ibv_flow>(refuse(EOPNOTSUPP, kVerb,
+                                     "%s QPs take no flow rules (raw packet QPs do)",
+                                     qp_type_name(q->qp_type)));
     auto flow = std::make_unique<Flow>();
     flow->comp_mask = 0;
     flow->context = q->context;
@@ -147,12 +146,12 @@ ibv_flow *create_flow(ibv_qp *q, ibv_flow_attr *a) {
         ibv_flow_spec s{};
         std::memcpy(&s.hdr, p, sizeof s.hdr);
         if (s.hdr.size < sizeof s.hdr || s.hdr.size > sizeof s)
-            return fail(refuse(EINVAL, kVerb, "spec %u has size %u", i, s.hdr.size));
+            return fail<ibv_flow>(refuse(EINVAL, kVerb, "spec %u has size %u", i, s.hdr.size));
         std::memcpy(&s, p, s.hdr.size);
-        if (int e = add_spec(s, *flow)) return fail(e);
+        if (int e = add_spec(s, *flow)) return fail<ibv_flow>(e);
         p += s.hdr.size;
     }
-    if (int e = flow->qp->raw_add_flow(flow.get())) return fail(e);
+    if (int e = flow->qp->raw_add_flow(flow.get())) return fail<ibv_flow>(e);
     return flow.release();
 }
 

@@ -9,16 +9,6 @@
 #include "verbs/pd.h"
 
 namespace softrdma::verbs {
-namespace {
-
-template <typename T>
-T *fail(int err) {
-    errno = err;
-    return nullptr;
-}
-
-}  // namespace
-
 DomainMemory::DomainMemory(ibv_pd *parent, uint64_t type) : parent_(parent), type_(type) {}
 
 DomainMemory::~DomainMemory() = default;

@@ -33,12 +33,6 @@
 namespace softrdma::verbs {
 namespace {
 
-template <typename T>
-T *fail(int err) {
-    errno = err;
-    return nullptr;
-}
-
 // QPs are shared with the progress engine; the application's handle is one reference.
 std::mutex g_qp_mu;
 std::unordered_map<Qp *, std::shared_ptr<Qp>> &qp_registry() {

@@ -13,12 +13,6 @@
 namespace softrdma::verbs {
 namespace {
 
-template <typename T>
-T *fail(int err) {
-    errno = err;
-    return nullptr;
-}
-
 std::atomic<uint32_t> g_next_wq_num{1};
 std::atomic<int> g_next_table{1};
 

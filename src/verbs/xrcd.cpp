@@ -27,12 +27,6 @@ Registry &registry() {
     return *r;
 }
 
-template <typename T>
-T *fail(int err) {
-    errno = err;
-    return nullptr;
-}
-
 }  // namespace
 
 // The kernel's rules (ib_uverbs_open_xrcd): an fd names the domain by inode; a domain that
