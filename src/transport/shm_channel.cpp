@@ -76,8 +76,11 @@ int64_t shm_write_chunks(ShmRing &r, const iovec *v, int cnt, const ShmRefRule &
     return n < 0 ? -1 : taken;
 }
 
-int64_t shm_read_chunks(ShmRing &r, ShmChunkCursor &c, pid_t writer, const iovec *v, int cnt,
-                        bool direct) {
+namespace {
+
+// shm_read_chunks without giving the ring space back.
+int64_t take_chunks(ShmRing &r, ShmChunkCursor &c, pid_t writer, const iovec *v, int cnt,
+                    bool direct) {
     int idx = 0;
     size_t off = 0;
     int64_t total = 0;
@@ -85,7 +88,7 @@ int64_t shm_read_chunks(ShmRing &r, ShmChunkCursor &c, pid_t writer, const iovec
         if (!c.left) {
             uint8_t h[kRefChunk];
             iovec hv{h, kChunkHeader};
-            const int64_t n = r.read(&hv, 1);
+            const int64_t n = r.take(&hv, 1);
             if (n < 0) return errno = EPROTO, -1;
             if (n == 0) break;
             // A writer publishes a chunk's header with its body: a short one is corrupt.
@@ -95,7 +98,7 @@ int64_t shm_read_chunks(ShmRing &r, ShmChunkCursor &c, pid_t writer, const iovec
             if (n != int64_t(kChunkHeader) || !c.left) return errno = EPROTO, -1;
             if (c.ref) {
                 hv = {h + kChunkHeader, 8};
-                if (r.read(&hv, 1) != 8) return errno = EPROTO, -1;
+                if (r.take(&hv, 1) != 8) return errno = EPROTO, -1;
                 c.addr = get_le(h + kChunkHeader, 8);
             }
         }
@@ -112,7 +115,7 @@ int64_t shm_read_chunks(ShmRing &r, ShmChunkCursor &c, pid_t writer, const iovec
             if (got <= 0) return got == 0 ? (errno = EFAULT, -1) : -1;
             c.addr += uint64_t(got);
         } else {
-            got = r.read(part, k);
+            got = r.take(part, k);
             if (got < 0) return errno = EPROTO, -1;
             if (got == 0) return errno = EPROTO, -1;  // the body was published with its header
         }
@@ -130,6 +133,16 @@ int64_t shm_read_chunks(ShmRing &r, ShmChunkCursor &c, pid_t writer, const iovec
         }
     }
     return total;
+}
+
+}  // namespace
+
+int64_t shm_read_chunks(ShmRing &r, ShmChunkCursor &c, pid_t writer, const iovec *v, int cnt,
+                        bool direct) {
+    // Headers and bodies are taken one by one; the space goes back to the writer once.
+    const int64_t n = take_chunks(r, c, writer, v, cnt, direct);
+    r.release();
+    return n;
 }
 
 }  // namespace softrdma::transport

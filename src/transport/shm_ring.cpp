@@ -55,7 +55,20 @@ bool ShmRing::take_reader_wake() {
 }
 
 int64_t ShmRing::read(const iovec *iov, int cnt) {
-    const uint64_t tail = ctl_->tail.load(std::memory_order_relaxed);
+    const int64_t n = take(iov, cnt);
+    release();
+    return n;
+}
+
+void ShmRing::release() {
+    // seq_cst, as in write(): against the producer's flag store and tail load in
+    // wait_for_room (both seq_cst), one of the two sees the other.
+    if (ctl_->tail.load(std::memory_order_relaxed) != rpos_)
+        ctl_->tail.store(rpos_, std::memory_order_seq_cst);
+}
+
+int64_t ShmRing::take(const iovec *iov, int cnt) {
+    const uint64_t tail = rpos_;
     const uint64_t head = ctl_->head.load(std::memory_order_acquire);
     const uint64_t avail = head - tail;
     if (avail > cap_) return -1;
@@ -75,13 +88,13 @@ int64_t ShmRing::read(const iovec *iov, int cnt) {
             len -= k;
         }
     }
-    if (pos != tail) ctl_->tail.store(pos, std::memory_order_seq_cst);  // as in write()
+    rpos_ = pos;
     return int64_t(pos - tail);
 }
 
 // The head is loaded seq_cst (a plain load on x86) so that sleep can use this.
 bool ShmRing::readable() const {
-    return ctl_->head.load(std::memory_order_seq_cst) != ctl_->tail.load(std::memory_order_relaxed);
+    return ctl_->head.load(std::memory_order_seq_cst) != rpos_;
 }
 
 bool ShmRing::sleep() {

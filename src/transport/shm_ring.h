@@ -31,7 +31,10 @@ class ShmRing {
   public:
     ShmRing() = default;
     ShmRing(ShmRingCtl *ctl, uint8_t *data, uint64_t capacity)
-        : ctl_(ctl), data_(data), cap_(capacity) {}
+        : ctl_(ctl),
+          data_(data),
+          cap_(capacity),
+          rpos_(ctl->tail.load(std::memory_order_relaxed)) {}
 
     // ---- producer
     // Copies as much of the iovecs as fits; returns the bytes written (0: full), or -1 if the
@@ -46,8 +49,13 @@ class ShmRing {
 
     // ---- consumer
     // Copies up to the iovecs' length; returns the bytes read (0: empty), or -1 if the peer's
-    // head is impossible.
+    // head is impossible. read() = take() then release().
     int64_t read(const iovec *iov, int cnt);
+    // take() copies without giving the space back to the producer; release() gives back all
+    // that was taken, in one store: a reader that takes a chunk's header and then its body
+    // publishes once (each publication is a full fence, and the producer's cache line moves).
+    int64_t take(const iovec *iov, int cnt);
+    void release();
     bool readable() const;
     // About to sleep: asks the producer for a wake-up after its next write. True if there is
     // data by now after all (do not sleep).
@@ -59,6 +67,7 @@ class ShmRing {
     ShmRingCtl *ctl_ = nullptr;
     uint8_t *data_ = nullptr;
     uint64_t cap_ = 0;
+    uint64_t rpos_ = 0;  // consumer: bytes taken, published as tail by release()
 };
 
 }  // namespace softrdma::transport
