@@ -185,13 +185,19 @@ bool can_raw() {
     return true;
 }
 
+// Raw packet QPs need CAP_NET_RAW, as on the kernel's devices: without it these tests cannot
+// run. (Run as root, ErrorsAsTheKernelGivesThem also checks the EPERM a plain user gets.)
+#define SKIP_WITHOUT_CAP_NET_RAW()                                                            \
+    if (!can_raw()) GTEST_SKIP() << "no CAP_NET_RAW here: raw packet QPs need it, as in the " \
+                                    "kernel"
+
 }  // namespace
 
 // Frames cross between two processes as they were sent; only those the receiver's rule names
 // arrive (another port, another MAC: not), and IBV_SEND_IP_CSUM fills in checksums that verify
 // and that the receiver's completion reports as IBV_WC_IP_CSUM_OK.
 TEST(RawPacket, FlowRulesChooseFramesAndChecksumsAreFilled) {
-    if (!can_raw()) GTEST_SKIP() << "no CAP_NET_RAW here: raw packet QPs need it, as in the kernel";
+    SKIP_WITHOUT_CAP_NET_RAW();
     const Mac mine = test_mac(getpid(), 1), other = test_mac(getpid(), 2);
     auto receiver = [&](Oob &oob) {
         RawEnd e;
@@ -249,7 +255,7 @@ TEST(RawPacket, FlowRulesChooseFramesAndChecksumsAreFilled) {
 // An RSS QP over four WQs (two CQs): frames from 16 source addresses are all received, once,
 // intact, on more than one WQ, and the same address always lands on the same WQ.
 TEST(RawPacket, RssSpreadsFramesOverWqs) {
-    if (!can_raw()) GTEST_SKIP() << "no CAP_NET_RAW here: raw packet QPs need it, as in the kernel";
+    SKIP_WITHOUT_CAP_NET_RAW();
     const Mac mine = test_mac(getpid(), 3);
     constexpr int kFlows = 16, kRounds = 2;
     auto receiver = [&](Oob &oob) {
@@ -349,7 +355,7 @@ TEST(RawPacket, RssSpreadsFramesOverWqs) {
 // for destroying a QP rules still steer to; EOPNOTSUPP for a rule on a non-raw QP or a spec
 // type we do not steer on; EINVAL for a spec whose size is not its type's.
 TEST(RawPacket, ErrorsAsTheKernelGivesThem) {
-    if (!can_raw()) GTEST_SKIP() << "no CAP_NET_RAW here: raw packet QPs need it, as in the kernel";
+    SKIP_WITHOUT_CAP_NET_RAW();
     const Mac mine = test_mac(getpid(), 4);
     auto checks = [&](Oob &oob) {
         {
