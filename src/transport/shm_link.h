@@ -19,8 +19,9 @@ bool shm_enabled();
 // True if the connected TCP socket `sock` leads to this host, in this network namespace:
 // its local and peer addresses are the same address.
 bool shm_same_host(int sock);
-// SOFTRDMA_SHM_CMA=1 sends large payload pieces by reference (one process_vm_readv copy by
-// the reader) instead of through the rings (two copies, one on each side's CPU). Off by
+// SOFTRDMA_SHM_CMA=1: peers may send this process large payload pieces by reference (it copies
+// them once, with process_vm_readv) instead of through the rings (two copies, one on each
+// side's CPU); the reader opts in because it does the copy (set_peer probes only then). Off by
 // default: with both ends' CPUs free, the pipelined two copies move more bytes per second
 // (bench/README.md). The smallest piece sent by reference: SOFTRDMA_SHM_CMA_MIN (bytes,
 // default 16384, at least 4096).
