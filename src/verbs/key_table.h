@@ -28,6 +28,9 @@ struct KeyTable {
     // Takes a free slot for `s` and returns its key, or 0 when the table is full. Caller
     // holds mu exclusively.
     uint32_t add(KeySlot s);
+    // Takes exactly `key` for `s` if its slot is free (0 if not). Caller holds mu
+    // exclusively.
+    uint32_t add_exact(uint32_t key, KeySlot s);
     void remove(uint32_t key);
     // The slot `key` indexes, or nullptr. Caller holds mu.
     KeySlot *at(uint32_t key) {

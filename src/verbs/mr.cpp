@@ -21,6 +21,16 @@ bool mr_table_add(Mr *mr) {
     return true;
 }
 
+bool mr_table_add_as(Mr *mr, uint32_t want) {
+    KeyTable &t = key_table();
+    std::unique_lock lk(t.mu);
+    uint32_t key = t.add_exact(want, {mr, nullptr});
+    if (!key) key = t.add({mr, nullptr});
+    if (!key) return false;
+    mr->lkey = mr->rkey = key;
+    return true;
+}
+
 int mr_table_remove(Mr *mr) {
     KeyTable &t = key_table();
     std::unique_lock lk(t.mu);
@@ -57,6 +67,8 @@ KeyCheck mr_check(uint32_t key, const Pd *pd, uint64_t iova, uint64_t len, int a
 
 KeyCheck mr_range(const Mr &mr, const Pd *pd, uint64_t iova, uint64_t len, int access,
                   MemView &out) {
+    out.foreign = mr.foreign;
+    out.atomics = mr.table;
     if (len == 0) {  // IB: a zero-length access needs only a valid key
         out.host = mr.host;
         return KeyCheck::kOk;
@@ -69,7 +81,8 @@ KeyCheck mr_range(const Mr &mr, const Pd *pd, uint64_t iova, uint64_t len, int a
     const uintptr_t host = uintptr_t(mr.host) + uintptr_t(iova - mr.iova);
     // On demand: the pages need not exist; a fault hardware could not serve is an access
     // error here too, never a crash.
-    if ((mr.access & IBV_ACCESS_ON_DEMAND) && !range_mapped(host, len)) return KeyCheck::kBounds;
+    if ((mr.access & IBV_ACCESS_ON_DEMAND) && !mr.foreign && !range_mapped(host, len))
+        return KeyCheck::kBounds;
     out.host = reinterpret_cast<uint8_t *>(host);
     return KeyCheck::kOk;
 }

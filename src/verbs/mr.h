@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "verbs/foreign_memory.h"
+
 namespace softrdma::verbs {
 
 struct Pd;
@@ -18,18 +20,29 @@ struct Mr : ibv_mr {
     uint8_t *host = nullptr;  // where iova maps in this process
     int windows = 0;          // memory windows bound to it (key table lock)
     Dm *dm = nullptr;         // registered on device memory (ibv_reg_dm_mr)
+    // Imported from another process (ibv_import_mr of a shared context): `host` is then an
+    // address in that process, reached only through foreign_read/foreign_write.
+    ForeignRegion foreign;
+    // The table of the context the region belongs to: its lock orders atomics on the region
+    // between processes that share the context.
+    ExportTable *table = nullptr;
     static Mr *from(ibv_mr *m) { return static_cast<Mr *>(m); }
 };
 
 // A checked window of memory, valid only while the region stays registered.
 struct MemView {
     uint8_t *host;
+    ForeignRegion foreign{};         // set: `host` is an address in foreign.pid
+    ExportTable *atomics = nullptr;  // whose lock an atomic on this memory takes
 };
 
 enum class KeyCheck { kOk, kBadKey, kBadPd, kBounds, kAccess };
 
 // Registers `mr` and assigns lkey == rkey. Returns false when the table is full (ENOMEM).
 bool mr_table_add(Mr *mr);
+// The same with `key` when it is free here (an imported region keeps its owner's key), any
+// other key otherwise.
+bool mr_table_add_as(Mr *mr, uint32_t key);
 // Fails (EINVAL, as rxe) while windows are bound to the region.
 int mr_table_remove(Mr *mr);
 // ibv_rereg_mr: what changes (a NULL pd or host, a negative access: unchanged). The keys stay

@@ -78,7 +78,9 @@ int advise_mr(ibv_pd *pd, ibv_advise_mr_advice advice, uint32_t flags, ibv_sge *
         if (kc != KeyCheck::kOk)
             return refuse(EINVAL, kVerb, "sge %u: lkey 0x%x does not cover %#llx + %u on this PD",
                           i, sg[i].lkey, (unsigned long long)sg[i].addr, sg[i].length);
-        if (advice == IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT || !sg[i].length) continue;
+        // Another process's region (imported) has its pages there, not here.
+        if (advice == IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT || !sg[i].length || v.foreign)
+            continue;
         // Prefetch faults the pages in now; without FLUSH a failure is only advice lost.
         const uintptr_t start = uintptr_t(v.host) & ~(page_size() - 1);
         const size_t len = uintptr_t(v.host) + sg[i].length - start;

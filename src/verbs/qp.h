@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -93,12 +94,32 @@ struct UdPending {
 struct ResponseJob {
     enum class Kind : uint8_t { kReadResponse, kAtomicResponse } kind;
     uint8_t *src = nullptr;  // checked window in a registered region
+    ForeignRegion foreign;   // set: `src` is in another process (an imported region)
     uint32_t length = 0;
     uint32_t sent = 0;
     uint32_t sink_stag = 0;
     uint64_t sink_to = 0;
     uint32_t msn = 0;
     uint64_t atomic_value = 0;
+};
+
+// Bytes of imported regions (memory of another process) pass through here (qp_foreign.cpp);
+// the buffers are allocated on first use.
+constexpr int kMaxForeignIov = 64;
+struct ForeignStaging {
+    // Per iovec of the last sge_iov: whose memory it is.
+    std::array<ForeignRegion, kMaxForeignIov> region{};
+    bool any = false;               // the last sge_iov met an imported region
+    bool used = false;              // this QP has sent bytes of one (never by reference then)
+    std::unique_ptr<uint8_t[]> tx;  // copies for the batch being built
+    size_t tx_used = 0;
+    // One received segment's payload, written out to its places when it is whole.
+    enum class Sink : uint8_t { kNone, kWrite, kRecv, kReadResponse } sink = Sink::kNone;
+    std::unique_ptr<uint8_t[]> rx;
+    std::array<iovec, transport::kMaxPlacementIov> iov{};
+    std::array<ForeignRegion, transport::kMaxPlacementIov> rx_region{};
+    int cnt = 0;
+    uint32_t read_slot = 0;
 };
 
 class Qp : public ibv_qp_ex,
@@ -229,6 +250,18 @@ class Qp : public ibv_qp_ex,
     void queue_terminate(uint8_t etype, uint8_t ecode);
     bool sge_iov(const Sge *sges, uint32_t n, uint64_t off, uint64_t len, iovec *out, int &cnt,
                  int max, int access);
+
+    // qp_foreign.cpp: imported regions. localize_tx copies the pieces of iov[0..cnt) that
+    // are in `regions` into this batch's buffer and points them there: 1 done, 0 the buffer
+    // is full (send the batch first), -1 the memory could not be read.
+    int localize_tx(iovec *iov, int cnt, const ForeignRegion *regions);
+    // Redirects a placement with imported pieces (foreign_.region) into the staging buffer;
+    // on_segment writes it out (flush_rx) before it looks at the segment.
+    void stage_rx(transport::Placement &p, ForeignStaging::Sink sink, uint32_t read_slot = 0);
+    void flush_rx();
+    // An atomic on an imported region: read, operate, write back under the table's lock.
+    bool foreign_atomic(const MemView &v, const wire::AtomicRequest &r, uint64_t &orig);
+    static void local_atomic(uint8_t *host, const wire::AtomicRequest &r, uint64_t &orig);
 
     // qp_rx.cpp
     bool place_write(const wire::SegmentHeader &h, transport::Placement &p);
@@ -393,6 +426,7 @@ class Qp : public ibv_qp_ex,
     bool recv_active_ = false;  // a multi-segment SEND is being placed
     RecvWqe cur_recv_{};
     std::vector<Sge> cur_recv_sges_;
+    ForeignStaging foreign_;
     uint32_t cur_recv_msn_ = 0;
     uint64_t cur_recv_len_ = 0;
     bool cur_recv_error_ = false;

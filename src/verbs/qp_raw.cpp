@@ -159,7 +159,7 @@ int Qp::raw_post_one(const ibv_send_wr &wr) {
         if (!s.length) continue;
         MemView v{reinterpret_cast<uint8_t *>(uintptr_t(s.addr))};
         if (!(wr.send_flags & IBV_SEND_INLINE) &&
-            mr_check(s.lkey, pd_, s.addr, s.length, 0, v) != KeyCheck::kOk)
+            (mr_check(s.lkey, pd_, s.addr, s.length, 0, v) != KeyCheck::kOk || v.foreign))
             st = IBV_WC_LOC_PROT_ERR;
         iov[cnt++] = {v.host, s.length};
     }
@@ -257,7 +257,8 @@ void Qp::raw_deliver(std::span<const uint8_t> frame, const wire::EthFrame &f) {
         const Sge &s = cur_recv_sges_[i];
         const uint64_t k = std::min<uint64_t>(left, s.length);
         MemView v;
-        if (k && mr_check(s.lkey, pd, s.addr, k, IBV_ACCESS_LOCAL_WRITE, v) != KeyCheck::kOk)
+        if (k && (mr_check(s.lkey, pd, s.addr, k, IBV_ACCESS_LOCAL_WRITE, v) != KeyCheck::kOk ||
+                  v.foreign))
             wc.status = IBV_WC_LOC_PROT_ERR;
         else if (k)
             iov[cnt++] = {v.host, size_t(k)};

@@ -153,6 +153,10 @@ bool Qp::place_write(const wire::SegmentHeader &h, transport::Placement &p) {
     p.kind = transport::Placement::Kind::kIov;
     p.iov[0] = {v.host, h.payload_len};
     p.iovcnt = 1;
+    if (v.foreign) {
+        foreign_.region[0] = v.foreign;
+        stage_rx(p, ForeignStaging::Sink::kWrite);
+    }
     return true;
 }
 
@@ -206,6 +210,7 @@ bool Qp::place_send(const wire::SegmentHeader &h, transport::Placement &p) {
     }
     p.kind = transport::Placement::Kind::kIov;
     p.iovcnt = cnt;
+    if (foreign_.any) stage_rx(p, ForeignStaging::Sink::kRecv);
     return true;
 }
 
@@ -222,6 +227,7 @@ bool Qp::place_read_response(const wire::SegmentHeader &h, transport::Placement 
         return false;
     p.kind = transport::Placement::Kind::kIov;
     p.iovcnt = cnt;
+    if (foreign_.any) stage_rx(p, ForeignStaging::Sink::kReadResponse, slot);
     return true;
 }
 
@@ -251,6 +257,7 @@ bool Qp::handle_read_request(std::span<const uint8_t> payload) {
     j = ResponseJob{};
     j.kind = ResponseJob::Kind::kReadResponse;
     j.src = v.host;
+    j.foreign = v.foreign;
     j.length = r.length;
     j.sink_stag = r.sink_stag;
     j.sink_to = r.sink_to;
@@ -285,17 +292,18 @@ bool Qp::handle_atomic_request(const wire::SegmentHeader &h, std::span<const uin
                        wire::kTermEcodeAccessRights);
         return true;
     }
-    AppMemoryAccess app;
-    std::atomic_ref<uint64_t> target(*reinterpret_cast<uint64_t *>(v.host));
     uint64_t orig;
-    if (r.op == wire::AtomicOp::kFetchAdd) {
-        orig = target.fetch_add(r.add_or_swap);
-    } else if (r.op == wire::AtomicOp::kWrite) {
-        target.store(r.add_or_swap);
-        orig = 0;
+    if (v.foreign) {
+        if (!foreign_atomic(v, r, orig)) {
+            responder_fail(wire::NakCode::kRemoteAccess, wire::kTermEtypeRemoteProtection,
+                           wire::kTermEcodeInvalidStag);
+            return true;
+        }
     } else {
-        orig = r.compare;
-        target.compare_exchange_strong(orig, r.add_or_swap);
+        // Processes sharing the region's context (an importer's read-modify-write) take the
+        // same lock.
+        AtomicsGuard lock(v.atomics);
+        local_atomic(v.host, r, orig);
     }
     ResponseJob &j = responses_[(resp_head_ + resp_count_) % uint32_t(responses_.size())];
     j = ResponseJob{};
@@ -305,6 +313,20 @@ bool Qp::handle_atomic_request(const wire::SegmentHeader &h, std::span<const uin
     ++resp_count_;
     request_executed();
     return true;
+}
+
+void Qp::local_atomic(uint8_t *host, const wire::AtomicRequest &r, uint64_t &orig) {
+    AppMemoryAccess app;
+    std::atomic_ref<uint64_t> target(*reinterpret_cast<uint64_t *>(host));
+    if (r.op == wire::AtomicOp::kFetchAdd) {
+        orig = target.fetch_add(r.add_or_swap);
+    } else if (r.op == wire::AtomicOp::kWrite) {
+        target.store(r.add_or_swap);
+        orig = 0;
+    } else {
+        orig = r.compare;
+        target.compare_exchange_strong(orig, r.add_or_swap);
+    }
 }
 
 bool Qp::handle_atomic_response(const wire::SegmentHeader &h, std::span<const uint8_t> payload) {
@@ -322,6 +344,11 @@ bool Qp::handle_atomic_response(const wire::SegmentHeader &h, std::span<const ui
                    KeyCheck::kOk) {
             w.status = IBV_WC_LOC_PROT_ERR;
             fatal_pending_ = true;
+        } else if (mv.foreign) {
+            if (!foreign_write(mv.foreign, uint64_t(uintptr_t(mv.host)), &v, 8)) {
+                w.status = IBV_WC_LOC_PROT_ERR;
+                fatal_pending_ = true;
+            }
         } else {
             AppMemoryAccess app;
             std::memcpy(mv.host, &v, 8);
@@ -487,6 +514,7 @@ void Qp::xrc_release() {
 }
 
 bool Qp::on_segment(const wire::SegmentHeader &h, std::span<const uint8_t> scratch) {
+    if (foreign_.sink != ForeignStaging::Sink::kNone) flush_rx();
     if (h.op == wire::RdmapOp::kControl) return on_control(scratch);
     if (qp_base.state == IBV_QPS_ERR && h.op != wire::RdmapOp::kTerminate) return true;
     // A request before the RTU establishes the connection too (the IB CM's COMM_EST).

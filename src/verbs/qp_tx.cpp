@@ -122,7 +122,20 @@ bool Qp::emit_responses(transport::TxBatch &b) {
             h.last = j.sent + len == j.length;
             h.payload_len = uint16_t(len);
             iovec v{j.src + j.sent, len};
-            if (!b.add(h, {&v, len ? 1u : 0u})) return any;
+            const size_t staged = foreign_.tx_used;
+            if (len && j.foreign) {
+                const int r = localize_tx(&v, 1, &j.foreign);
+                if (r == 0) return any;
+                if (r < 0) {  // the region went away under the READ
+                    responder_fail(wire::NakCode::kRemoteAccess, wire::kTermEtypeRemoteProtection,
+                                   wire::kTermEcodeInvalidStag);
+                    return true;
+                }
+            }
+            if (!b.add(h, {&v, len ? 1u : 0u})) {
+                foreign_.tx_used = staged;
+                return any;
+            }
             j.sent += len;
             if (!h.last) {
                 any = true;
@@ -140,6 +153,7 @@ bool Qp::emit_responses(transport::TxBatch &b) {
 bool Qp::sge_iov(const Sge *sges, uint32_t n, uint64_t off, uint64_t len, iovec *out, int &cnt,
                  int max, int access) {
     cnt = 0;
+    foreign_.any = false;
     for (uint32_t i = 0; i < n && len; ++i) {
         if (off >= sges[i].length) {
             off -= sges[i].length;
@@ -149,7 +163,9 @@ bool Qp::sge_iov(const Sge *sges, uint32_t n, uint64_t off, uint64_t len, iovec 
         MemView v;
         if (mr_check(sges[i].lkey, pd_, sges[i].addr + off, k, access, v) != KeyCheck::kOk)
             return false;
-        if (cnt == max) return false;
+        if (cnt == max || cnt == kMaxForeignIov) return false;
+        foreign_.region[size_t(cnt)] = v.foreign;
+        foreign_.any |= bool(v.foreign);
         out[cnt++] = {v.host, k};
         len -= k;
         off = 0;
@@ -245,7 +261,22 @@ bool Qp::emit_wqe(transport::TxBatch &b, SendWqe &w, uint32_t slot) {
                         return true;
                     }
                 }
-                if (b.full_for(size_t(cnt)) || !b.add(h, {iov, size_t(cnt)})) return false;
+                const size_t staged = foreign_.tx_used;
+                if (cnt && !w.is_inline && foreign_.any) {
+                    const int r = localize_tx(iov, cnt, foreign_.region.data());
+                    if (r == 0) return false;  // the batch goes first
+                    if (r < 0) {
+                        w.done = true;
+                        w.status = IBV_WC_LOC_PROT_ERR;
+                        w.queued = true;
+                        fatal_pending_ = true;
+                        return true;
+                    }
+                }
+                if (b.full_for(size_t(cnt)) || !b.add(h, {iov, size_t(cnt)})) {
+                    foreign_.tx_used = staged;
+                    return false;
+                }
                 tx_off_ += len;
                 if (last) {
                     if (!write) ++send_msn_;
@@ -312,8 +343,19 @@ bool Qp::emit_wqe(transport::TxBatch &b, SendWqe &w, uint32_t slot) {
                         fatal_pending_ = true;
                         return true;
                     }
-                    AppMemoryAccess app;
-                    std::memcpy(&w.compare_add, v.host, 8);
+                    if (v.foreign) {
+                        if (!foreign_read(v.foreign, uint64_t(uintptr_t(v.host)), &w.compare_add,
+                                          8)) {
+                            w.done = true;
+                            w.status = IBV_WC_LOC_PROT_ERR;
+                            w.queued = true;
+                            fatal_pending_ = true;
+                            return true;
+                        }
+                    } else {
+                        AppMemoryAccess app;
+                        std::memcpy(&w.compare_add, v.host, 8);
+                    }
                 }
                 r.add_or_swap = w.compare_add;
             }
@@ -380,6 +422,7 @@ bool Qp::emit_requests(transport::TxBatch &b) {
 }
 
 bool Qp::fill_tx(transport::TxBatch &b) {
+    foreign_.tx_used = 0;  // a new batch: the last one's copies have gone out
     bool any = emit_control(b);
     if (!fatal_pending_) {
         any |= emit_responses(b);

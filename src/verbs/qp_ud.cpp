@@ -173,7 +173,8 @@ void Qp::ud_prepare(const ibv_send_wr &wr, UdPending &p, iovec *iov) {
             continue;
         }
         MemView v;
-        if (mr_check(s.lkey, pd_, s.addr, s.length, 0, v) != KeyCheck::kOk) {
+        // Imported regions of other processes carry RC/UC traffic only.
+        if (mr_check(s.lkey, pd_, s.addr, s.length, 0, v) != KeyCheck::kOk || v.foreign) {
             p.status = IBV_WC_LOC_PROT_ERR;
             return;
         }
@@ -393,7 +394,8 @@ void Qp::ud_deliver(const wire::UdHeader &h, std::span<const uint8_t> payload, c
     iovec iov[transport::kMaxPlacementIov];
     int cnt = 0;
     if (!sge_iov(cur_recv_sges_.data(), r.num_sge, 0, need, iov, cnt, transport::kMaxPlacementIov,
-                 IBV_ACCESS_LOCAL_WRITE)) {
+                 IBV_ACCESS_LOCAL_WRITE) ||
+        foreign_.any) {
         complete_recv(r, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, 0, 0, false);
         return;
     }

@@ -210,6 +210,8 @@ int dealloc_pd(ibv_pd *pd) {
     if (!pd) return EINVAL;
     Pd *p = Pd::itself(pd);
     if (p->users.load()) return EBUSY;
+    // Another process's PD: only our stand-in goes (its owner's PD stays).
+    if (Context::from(pd->context)->objects().unimport_foreign_pd(pd)) return 0;
     std::unique_ptr<Pd> owned(p);
     if (p->protection) {  // a parent domain lets go of its PD and thread domain
         p->protection->users.fetch_sub(1);
@@ -223,34 +225,60 @@ int dealloc_pd(ibv_pd *pd) {
 // ---------------------------------------------------------------------- import (shared fd)
 
 // ibv_import_device: another context on the objects of the context whose command fd `fd`
-// is (a dup of); the new context owns `fd`. Contexts of this process only.
+// is (a dup of, in this process or received from another); the new context owns `fd`.
 ibv_context *import_device(int fd) {
     const ImportedContext found = find_command_fd(fd);
-    if (!found.objects)
-        return fail<ibv_context>(refuse(EOPNOTSUPP, "ibv_import_device",
-                                        "fd %d is no verbs context's command fd in this process "
-                                        "(softrdma's objects live in the process that made them)",
-                                        fd));
+    if (!found.objects) {
+        const int e = errno == ENODEV ? ENODEV : EOPNOTSUPP;
+        return fail<ibv_context>(refuse(e, "ibv_import_device",
+                                        "fd %d is no softrdma verbs context's command fd%s", fd,
+                                        e == ENODEV ? " (its device is missing here)" : ""));
+    }
     auto ctx = std::make_unique<Context>(found.dev, fd, found.objects);
     return ctx.release()->ibv();
 }
 
-// The imported object is the original one (the same pointer): nothing is copied, and
-// ibv_unimport_* leaves it to its owner, as rdma-core leaves the kernel object.
+// In this process the imported object is the original one (the same pointer): nothing is
+// copied, and ibv_unimport_* leaves it to its owner, as rdma-core leaves the kernel object.
+// An object of another process gets a local stand-in (verbs/shared_objects.h).
 ibv_pd *import_pd(ibv_context *ctx, uint32_t handle) {
     if (!ctx) return fail<ibv_pd>(EINVAL);
-    ibv_pd *pd = Context::from(ctx)->objects().find_pd(handle);
+    SharedObjects &objects = Context::from(ctx)->objects();
+    ibv_pd *pd = objects.find_pd(handle);
+    if (!pd) pd = objects.import_foreign_pd(ctx, handle);
     if (!pd) return fail<ibv_pd>(refuse(EINVAL, "ibv_import_pd", "no PD with handle %u", handle));
     return pd;
 }
 
+void unimport_pd(ibv_pd *pd) {
+    if (pd) Context::from(pd->context)->objects().unimport_foreign_pd(pd);
+}
+
 ibv_mr *import_mr(ibv_pd *pd, uint32_t handle) {
     if (!pd) return fail<ibv_mr>(EINVAL);
-    ibv_mr *mr = Context::from(pd->context)->objects().find_mr(handle);
-    if (!mr || mr->pd != pd)
+    SharedObjects &objects = Context::from(pd->context)->objects();
+    ibv_mr *mr = objects.find_mr(handle);
+    if (mr) {
+        if (mr->pd == pd) return mr;
+        mr = nullptr;
+    } else {
+        mr = objects.import_foreign_mr(pd, handle);
+    }
+    if (!mr)
         return fail<ibv_mr>(
             refuse(EINVAL, "ibv_import_mr", "no MR with handle %u on this PD", handle));
+    const Mr &m = *Mr::from(mr);
+    SR_DEBUG("ibv_import_mr: region %u of pid %d (%#llx + %zu) imported with key 0x%x", handle,
+             int(m.foreign.pid), (unsigned long long)m.iova, m.length, m.lkey);
     return mr;
+}
+
+// A stand-in region goes; a region of this process stays with its owner.
+void unimport_mr(ibv_mr *mr) {
+    if (!mr || !Mr::from(mr)->foreign) return;
+    mr_table_remove(Mr::from(mr));
+    pd_release(mr->pd);
+    std::unique_ptr<Mr> owned(Mr::from(mr));
 }
 
 ibv_mr *reg_mr(ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsigned access) {
@@ -293,6 +321,10 @@ int rereg_mr(ibv_mr *m, int flags, ibv_pd *pd, void *addr, size_t length, int ac
         return refuse(EINVAL, "ibv_rereg_mr", "flags 0x%x: none, or unknown bits (or NULL mr)",
                       flags);
     Mr *mr = Mr::from(m);
+    if (mr->foreign)
+        return refuse(EOPNOTSUPP, "ibv_rereg_mr",
+                      "the region was imported from process %d: re-register it there",
+                      int(mr->foreign.pid));
     if ((flags & IBV_REREG_MR_CHANGE_PD) && !pd)
         return refuse(EINVAL, "ibv_rereg_mr", "IBV_REREG_MR_CHANGE_PD with a NULL pd");
     if ((flags & IBV_REREG_MR_CHANGE_ACCESS) && !access_ok(unsigned(access)))
@@ -317,11 +349,18 @@ int rereg_mr(ibv_mr *m, int flags, ibv_pd *pd, void *addr, size_t length, int ac
         c.length = length;
     }
     mr_table_change(mr, c);
+    Context::from(mr->context)->objects().republish_mr(mr);
     return 0;
 }
 
 int dereg_mr(ibv_mr *m) {
     if (!m) return EINVAL;
+    if (Mr::from(m)->foreign) {  // another process's region: only our stand-in goes
+        if (Mr::from(m)->windows)
+            return refuse(EINVAL, "ibv_dereg_mr", "memory windows are still bound to the region");
+        unimport_mr(m);
+        return 0;
+    }
     if (mr_table_remove(Mr::from(m)))
         return refuse(EINVAL, "ibv_dereg_mr", "memory windows are still bound to the region");
     std::unique_ptr<Mr> mr(Mr::from(m));

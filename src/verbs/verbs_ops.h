@@ -18,6 +18,8 @@ int query_gid_entry(ibv_context *ctx, uint32_t port, uint32_t index, ibv_gid_ent
 
 ibv_pd *alloc_pd(ibv_context *ctx);
 ibv_context *import_device(int cmd_fd);
+void unimport_pd(ibv_pd *pd);
+void unimport_mr(ibv_mr *mr);
 ibv_pd *import_pd(ibv_context *ctx, uint32_t handle);
 ibv_mr *import_mr(ibv_pd *pd, uint32_t handle);
 int dealloc_pd(ibv_pd *pd);

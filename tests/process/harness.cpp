@@ -56,6 +56,42 @@ void Oob::barrier() {
     PCHECK(get<char>() == 'b');
 }
 
+void Oob::send_fd(int fd) {
+    char byte = 'f';
+    iovec iov{&byte, 1};
+    alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
+    msghdr m{};
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = ctl;
+    m.msg_controllen = sizeof ctl;
+    cmsghdr *c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+    PCHECK(::sendmsg(fd_, &m, 0) == 1);
+}
+
+int Oob::recv_fd() {
+    char byte = 0;
+    iovec iov{&byte, 1};
+    alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
+    msghdr m{};
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = ctl;
+    m.msg_controllen = sizeof ctl;
+    pollfd pfd{fd_, POLLIN, 0};
+    PCHECK(::poll(&pfd, 1, 60000) == 1);
+    PCHECK(::recvmsg(fd_, &m, MSG_CMSG_CLOEXEC) == 1 && byte == 'f');
+    cmsghdr *c = CMSG_FIRSTHDR(&m);
+    PCHECK(c && c->cmsg_type == SCM_RIGHTS);
+    int fd = -1;
+    std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
+    return fd;
+}
+
 static int decode_status(int st) {
     if (WIFEXITED(st)) return WEXITSTATUS(st);
     if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);

@@ -50,6 +50,9 @@ class Oob {
         return v;
     }
     void barrier();
+    // Hands a file descriptor to the other side (SCM_RIGHTS); recv_fd returns the new one.
+    void send_fd(int fd);
+    int recv_fd();
 
   private:
     int fd_;

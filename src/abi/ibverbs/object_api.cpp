@@ -55,11 +55,15 @@ int ibv_dereg_mr(ibv_mr *mr) {
 ibv_pd *ibv_import_pd(ibv_context *ctx, uint32_t handle) {
     return import_pd(ctx, handle);
 }
-void ibv_unimport_pd(ibv_pd *) {}
+void ibv_unimport_pd(ibv_pd *pd) {
+    unimport_pd(pd);
+}
 ibv_mr *ibv_import_mr(ibv_pd *pd, uint32_t handle) {
     return import_mr(pd, handle);
 }
-void ibv_unimport_mr(ibv_mr *) {}
+void ibv_unimport_mr(ibv_mr *mr) {
+    unimport_mr(mr);
+}
 ibv_dm *ibv_import_dm(ibv_context *ctx, uint32_t handle) {
     return import_dm(ctx, handle);
 }
