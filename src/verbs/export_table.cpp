@@ -89,8 +89,7 @@ std::unique_ptr<ExportTable> ExportTable::create(int fd, const char *device) {
     std::strncpy(h->device, device, sizeof h->device - 1);
     h->creator = getpid();
     h->next_handle.store(1);
-    std::atomic_thread_fence(std::memory_order_release);
-    h->magic = kMagic;
+    std::atomic_ref<uint64_t>(h->magic).store(kMagic, std::memory_order_release);
     return t;
 }
 
@@ -106,8 +105,9 @@ std::unique_ptr<ExportTable> ExportTable::attach(int fd) {
         return nullptr;
     }
     std::unique_ptr<ExportTable> t(new ExportTable(m, table_bytes()));
-    const Header *h = t->header();
-    if (h->magic != kMagic || h->version != kVersion || h->capacity != kCapacity ||
+    Header *h = t->header();
+    if (std::atomic_ref<uint64_t>(h->magic).load(std::memory_order_acquire) != kMagic ||
+        h->version != kVersion || h->capacity != kCapacity ||
         memchr(h->device, 0, sizeof h->device) == nullptr) {
         errno = EOPNOTSUPP;
         return nullptr;
@@ -215,14 +215,13 @@ bool ExportTable::find_mr(uint32_t handle, uint32_t pd_handle, ExportedObject &o
             continue;
         ExportedObject o;
         o.handle = handle;
-        o.pd_handle = s->pd_handle.load(std::memory_order_relaxed);
-        o.pid = s->pid.load(std::memory_order_relaxed);
-        o.addr = s->addr.load(std::memory_order_relaxed);
-        o.length = s->length.load(std::memory_order_relaxed);
-        o.iova = s->iova.load(std::memory_order_relaxed);
-        o.access = s->access.load(std::memory_order_relaxed);
-        o.key = s->key.load(std::memory_order_relaxed);
-        std::atomic_thread_fence(std::memory_order_acquire);
+        o.pd_handle = s->pd_handle.load(std::memory_order_acquire);
+        o.pid = s->pid.load(std::memory_order_acquire);
+        o.addr = s->addr.load(std::memory_order_acquire);
+        o.length = s->length.load(std::memory_order_acquire);
+        o.iova = s->iova.load(std::memory_order_acquire);
+        o.access = s->access.load(std::memory_order_acquire);
+        o.key = s->key.load(std::memory_order_acquire);
         // Withdrawn while we read it: the values may be of another object.
         if (s->state.load(std::memory_order_relaxed) != kMr ||
             s->version.load(std::memory_order_relaxed) != v)
