@@ -107,19 +107,27 @@ struct ResponseJob {
 // the buffers are allocated on first use.
 constexpr int kMaxForeignIov = 64;
 struct ForeignStaging {
-    // Per iovec of the last sge_iov: whose memory it is.
-    std::array<ForeignRegion, kMaxForeignIov> region{};
-    bool any = false;               // the last sge_iov met an imported region
-    bool used = false;              // this QP has sent bytes of one (never by reference then)
-    std::unique_ptr<uint8_t[]> tx;  // copies for the batch being built
-    size_t tx_used = 0;
-    // One received segment's payload, written out to its places when it is whole.
+    bool any = false;    // the last sge_iov met an imported region
+    bool used = false;   // this QP has sent bytes of one (never by reference then)
+    size_t tx_used = 0;  // bytes of bufs->tx taken by the batch being built
+    // A received segment's payload waits in bufs->rx, to be written out when it is whole.
     enum class Sink : uint8_t { kNone, kWrite, kRecv, kReadResponse } sink = Sink::kNone;
-    std::unique_ptr<uint8_t[]> rx;
-    std::array<iovec, transport::kMaxPlacementIov> iov{};
-    std::array<ForeignRegion, transport::kMaxPlacementIov> rx_region{};
     int cnt = 0;
     uint32_t read_slot = 0;
+    // Only QPs that meet an imported region pay for these.
+    struct Buffers {
+        // Per iovec of the last sge_iov: whose memory it is.
+        std::array<ForeignRegion, kMaxForeignIov> region{};
+        std::array<iovec, transport::kMaxPlacementIov> iov{};
+        std::array<ForeignRegion, transport::kMaxPlacementIov> rx_region{};
+        std::unique_ptr<uint8_t[]> tx;  // copies for the batch being built
+        std::unique_ptr<uint8_t[]> rx;  // one segment's payload
+    };
+    std::unique_ptr<Buffers> bufs;
+    Buffers &get() {
+        if (!bufs) bufs = std::make_unique<Buffers>();
+        return *bufs;
+    }
 };
 
 class Qp : public ibv_qp_ex,

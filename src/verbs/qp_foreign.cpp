@@ -14,7 +14,8 @@ namespace softrdma::verbs {
 
 int Qp::localize_tx(iovec *iov, int cnt, const ForeignRegion *regions) {
     constexpr size_t kTxBytes = size_t(transport::TxBatch::kMaxSegments) * wire::kMaxSegmentPayload;
-    if (!foreign_.tx) foreign_.tx = std::make_unique_for_overwrite<uint8_t[]>(kTxBytes);
+    ForeignStaging::Buffers &b = foreign_.get();
+    if (!b.tx) b.tx = std::make_unique_for_overwrite<uint8_t[]>(kTxBytes);
     if (!foreign_.used) {
         foreign_.used = true;
         // The copies are reused with the next batch: they must never go by reference.
@@ -26,7 +27,7 @@ int Qp::localize_tx(iovec *iov, int cnt, const ForeignRegion *regions) {
     if (foreign_.tx_used + need > kTxBytes) return 0;
     for (int i = 0; i < cnt; ++i) {
         if (!regions[i]) continue;
-        uint8_t *dst = foreign_.tx.get() + foreign_.tx_used;
+        uint8_t *dst = b.tx.get() + foreign_.tx_used;
         if (!foreign_read(regions[i], uint64_t(uintptr_t(iov[i].iov_base)), dst, iov[i].iov_len))
             return -1;
         iov[i].iov_base = dst;
@@ -36,29 +37,30 @@ int Qp::localize_tx(iovec *iov, int cnt, const ForeignRegion *regions) {
 }
 
 void Qp::stage_rx(transport::Placement &p, ForeignStaging::Sink sink, uint32_t read_slot) {
-    if (!foreign_.rx)
-        foreign_.rx = std::make_unique_for_overwrite<uint8_t[]>(wire::kMaxSegmentPayload);
+    ForeignStaging::Buffers &b = foreign_.get();
+    if (!b.rx) b.rx = std::make_unique_for_overwrite<uint8_t[]>(wire::kMaxSegmentPayload);
     size_t total = 0;
     for (int i = 0; i < p.iovcnt; ++i) {
-        foreign_.iov[size_t(i)] = p.iov[size_t(i)];
-        foreign_.rx_region[size_t(i)] = foreign_.region[size_t(i)];
+        b.iov[size_t(i)] = p.iov[size_t(i)];
+        b.rx_region[size_t(i)] = b.region[size_t(i)];
         total += p.iov[size_t(i)].iov_len;
     }
     foreign_.cnt = p.iovcnt;
     foreign_.sink = sink;
     foreign_.read_slot = read_slot;
-    p.iov[0] = {foreign_.rx.get(), total};
+    p.iov[0] = {b.rx.get(), total};
     p.iovcnt = 1;
 }
 
 void Qp::flush_rx() {
     const ForeignStaging::Sink sink = foreign_.sink;
     foreign_.sink = ForeignStaging::Sink::kNone;
-    const uint8_t *src = foreign_.rx.get();
+    ForeignStaging::Buffers &b = *foreign_.bufs;
+    const uint8_t *src = b.rx.get();
     bool ok = true;
     for (int i = 0; i < foreign_.cnt && ok; ++i) {
-        const iovec &v = foreign_.iov[size_t(i)];
-        const ForeignRegion &f = foreign_.rx_region[size_t(i)];
+        const iovec &v = b.iov[size_t(i)];
+        const ForeignRegion &f = b.rx_region[size_t(i)];
         if (f) {
             ok = foreign_write(f, uint64_t(uintptr_t(v.iov_base)), src, v.iov_len);
         } else {

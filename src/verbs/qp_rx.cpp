@@ -154,7 +154,7 @@ bool Qp::place_write(const wire::SegmentHeader &h, transport::Placement &p) {
     p.iov[0] = {v.host, h.payload_len};
     p.iovcnt = 1;
     if (v.foreign) {
-        foreign_.region[0] = v.foreign;
+        foreign_.get().region[0] = v.foreign;
         stage_rx(p, ForeignStaging::Sink::kWrite);
     }
     return true;

@@ -164,8 +164,12 @@ bool Qp::sge_iov(const Sge *sges, uint32_t n, uint64_t off, uint64_t len, iovec 
         if (mr_check(sges[i].lkey, pd_, sges[i].addr + off, k, access, v) != KeyCheck::kOk)
             return false;
         if (cnt == max || cnt == kMaxForeignIov) return false;
-        foreign_.region[size_t(cnt)] = v.foreign;
-        foreign_.any |= bool(v.foreign);
+        if (v.foreign && !foreign_.any) {
+            foreign_.any = true;
+            auto &r = foreign_.get().region;
+            std::fill(r.begin(), r.begin() + cnt, ForeignRegion{});
+        }
+        if (foreign_.any) foreign_.bufs->region[size_t(cnt)] = v.foreign;
         out[cnt++] = {v.host, k};
         len -= k;
         off = 0;
@@ -263,7 +267,7 @@ bool Qp::emit_wqe(transport::TxBatch &b, SendWqe &w, uint32_t slot) {
                 }
                 const size_t staged = foreign_.tx_used;
                 if (cnt && !w.is_inline && foreign_.any) {
-                    const int r = localize_tx(iov, cnt, foreign_.region.data());
+                    const int r = localize_tx(iov, cnt, foreign_.bufs->region.data());
                     if (r == 0) return false;  // the batch goes first
                     if (r < 0) {
                         w.done = true;
