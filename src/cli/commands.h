@@ -8,6 +8,8 @@ namespace softrdma::cli {
 int run_command(int argc, char **argv);
 int devices_command(int argc, char **argv);
 int doctor_command(int argc, char **argv);
+int stat_command(int argc, char **argv);
+int res_command(int argc, char **argv);
 // Where our libibverbs.so.1 is: $SOFTRDMA_LIBDIR, else next to this program (a build tree's
 // lib/ or an installed prefix's lib/softrdma/); empty if neither holds it.
 std::string library_dir();

@@ -22,6 +22,12 @@ void usage(FILE *to) {
         "  doctor [PROGRAM]\n"
         "      check what makes softrdma fail or slow here, and whether PROGRAM would load our\n"
         "      libraries; says what to do\n"
+        "  stat [-w] [-i SECONDS] [-n COUNT] [--json] [PID]\n"
+        "      live counters of every process using softrdma here (or PID): per process (CM)\n"
+        "      and per QP (packets, bytes, RNR, access errors, drops); -w repeats with rates\n"
+        "  res [--json] [PID]\n"
+        "      open resources per process: QPs with state, peer and depths, MRs with sizes and\n"
+        "      keys, CM ids with state and addresses\n"
         "  env\n"
         "      print the shell line that puts our libraries first on LD_LIBRARY_PATH\n"
         "      (eval \"$(softrdma env)\"); programs that read the kernel's device files want run.\n"
@@ -60,6 +66,8 @@ int main(int argc, char **argv) {
     if (!std::strcmp(argv[1], "env")) return env_command();
     if (!std::strcmp(argv[1], "devices")) return softrdma::cli::devices_command(argc - 2, argv + 2);
     if (!std::strcmp(argv[1], "doctor")) return softrdma::cli::doctor_command(argc - 2, argv + 2);
+    if (!std::strcmp(argv[1], "stat")) return softrdma::cli::stat_command(argc - 2, argv + 2);
+    if (!std::strcmp(argv[1], "res")) return softrdma::cli::res_command(argc - 2, argv + 2);
     if (!std::strcmp(argv[1], "--version") || !std::strcmp(argv[1], "version")) {
         std::printf("softrdma %s\n", SOFTRDMA_VERSION);
         return 0;

@@ -508,6 +508,7 @@ int connect(rdma_cm_id *raw, rdma_conn_param *param) {
         std::lock_guard lk(id.mu);
         CM_LOG("connect %p", static_cast<void *>(raw));
         if (id.state != State::kRouteResolved) return fail(EINVAL);
+        stats::count(stats::kCmConnectSent);
         if (id.qp_type == IBV_QPT_UD) {
             if (sidr_connect(id, param) != 0) return -1;
             id.set_state(State::kConnect);
@@ -618,6 +619,7 @@ int reject(rdma_cm_id *raw, const void *pd, uint8_t len, int reason) {
         if (!id.passive || id.state != State::kConnect || id.established || !id.handshake)
             return fail(EINVAL);
         if (len > kRejectPrivateData || (len && !pd)) return fail(EINVAL);
+        stats::count(stats::kCmRejectSent);
         reply = mpa_frame(true, true, &id.peer_frame, 0, 0, pd, len);
         hs = std::move(id.handshake);
     }

@@ -146,7 +146,25 @@ CmId::CmId(EventChannel *ch, void *ctx, rdma_port_space ps_, ibv_qp_type qpt) : 
 }
 
 CmId::~CmId() {
+    stats::release(stats);
     verbs::cm_token_free(token);
+}
+
+void CmId::publish_stats() {
+    constexpr auto r = std::memory_order_relaxed;
+    stats->state.store(uint8_t(state), r);
+    stats->ps.store(uint8_t(unsigned(ps) & 0xff), r);
+    uint64_t w[4];
+    static_assert(sizeof w >= sizeof(sockaddr_in6));
+    std::memset(w, 0, sizeof w);
+    std::memcpy(w, &route.addr.src_addr, sizeof(sockaddr_in6));
+    for (int i = 0; i < 4; ++i) stats->src[i].store(w[i], r);
+    std::memset(w, 0, sizeof w);
+    std::memcpy(w, &route.addr.dst_addr, sizeof(sockaddr_in6));
+    for (int i = 0; i < 4; ++i) stats->dst[i].store(w[i], r);
+    ibv_qp *q = qp;
+    stats->qpn.store(q ? q->qp_num : 0, r);
+    stats->live.store(1, std::memory_order_release);
 }
 
 ibv_qp *CmId::conn_qp() {
@@ -160,10 +178,36 @@ void CmId::set_state(State s) {
         CM_LOG("id %p: %s -> %s", static_cast<void *>(static_cast<rdma_cm_id *>(this)),
                state_name(state), state_name(s));
     state = s;
+    publish_stats();
 }
 
 void CmId::post_event(rdma_cm_event_type type, int status, const void *pd, size_t pd_len,
                       size_t report_len, std::shared_ptr<CmId> new_id, const rdma_ud_param *ud) {
+    switch (type) {
+        case RDMA_CM_EVENT_CONNECT_REQUEST:
+            stats::count(stats::kCmRequestRcvd);
+            break;
+        case RDMA_CM_EVENT_ESTABLISHED:
+            stats::count(stats::kCmEstablished);
+            stats->established.store(1, std::memory_order_relaxed);
+            break;
+        case RDMA_CM_EVENT_REJECTED:
+            stats::count(stats::kCmRejectRcvd);
+            break;
+        case RDMA_CM_EVENT_DISCONNECTED:
+            stats::count(stats::kCmDisconnected);
+            stats->established.store(0, std::memory_order_relaxed);
+            break;
+        case RDMA_CM_EVENT_ADDR_ERROR:
+        case RDMA_CM_EVENT_ROUTE_ERROR:
+        case RDMA_CM_EVENT_UNREACHABLE:
+        case RDMA_CM_EVENT_CONNECT_ERROR:
+            stats::count(stats::kCmAddrError);
+            break;
+        default:
+            break;
+    }
+    publish_stats();
     auto ev = std::make_unique<CmEvent>();
     std::memset(static_cast<rdma_cm_event *>(ev.get()), 0, sizeof(rdma_cm_event));
     std::memset(ev->pd_buf, 0, sizeof ev->pd_buf);

@@ -14,6 +14,7 @@
 
 #include "cm/cm_event.h"
 #include "common/fault_plan.h"
+#include "common/stats_page.h"
 #include "common/unique_fd.h"
 #include "transport/mpa_handshake.h"
 #include "transport/progress_engine.h"
@@ -73,6 +74,9 @@ class CmId : public rdma_cm_id,
     std::mutex mu;
     std::condition_variable cv;
     State state = State::kIdle;
+    // What `softrdma res` shows of this id: refreshed at each state change and event.
+    stats::CmSlot *stats = stats::claim_cm();
+    void publish_stats();
     EventChannel *chan;
     std::unique_ptr<EventChannel> own_chan;  // sync mode
     bool sync = false;

@@ -91,6 +91,7 @@ bool TxBatch::add(const wire::SegmentHeader &h, std::span<const iovec> payload,
     }
     if (tail_len) append_copy(tail, tail_len);
     bytes_ += hl + body + tail_len;
+    if (wire::op_carries_data(h.op)) data_bytes_ += body;
     ++nseg_;
     return true;
 }
@@ -490,6 +491,7 @@ IoStatus FpduStream::pump_tx(StreamHandler &h, bool &blocked) {
         if (cur_iov_ >= b.niov_) {
             b.nseg_ = b.niov_ = 0;
             b.bytes_ = 0;
+            b.data_bytes_ = 0;
             b.arena_len_ = 0;
             cur_iov_ = 0;
             if (marker_len_) {

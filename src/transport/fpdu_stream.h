@@ -55,6 +55,8 @@ class TxBatch {
     }
     bool empty() const { return nseg_ == 0; }
     size_t bytes() const { return bytes_; }
+    int segments() const { return nseg_; }
+    uint64_t data_bytes() const { return data_bytes_; }  // payload of data-carrying segments
 
   private:
     friend class FpduStream;
@@ -69,6 +71,7 @@ class TxBatch {
     int nseg_ = 0;
     int niov_ = 0;
     size_t bytes_ = 0;
+    uint64_t data_bytes_ = 0;
     bool crc_ = false;
 };
 

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <endian.h>
 
+#include "common/stats_page.h"
+
 namespace softrdma::verbs {
 
 void install_context_ops(Context &c);
@@ -31,6 +33,7 @@ Context::Context(Device *dev, int cmd_fd, std::shared_ptr<SharedObjects> objects
 }
 
 void Context::init() {
+    stats::opened(stats::Resource::kContext);
     context.device = dev_;
     context.cmd_fd = cmd_fd_.get();
     context.async_fd = async_fd_.get();
@@ -42,6 +45,7 @@ void Context::init() {
 }
 
 Context::~Context() {
+    stats::closed(stats::Resource::kContext);
     pthread_mutex_destroy(&context.mutex);
 }
 

@@ -63,7 +63,7 @@ constexpr int kMaxRdAtomic = 16;
 constexpr int kMaxInline = 1024;
 constexpr int kMaxSrqWr = 16384;
 constexpr uint32_t kMaxRwqIndTableLog = 8;  // RSS indirection tables of up to 256 WQs
-constexpr uint32_t kVendorId = 0x736f66;  // "sof": matches no vendor table in perftest
+constexpr uint32_t kVendorId = 0x736f66;    // "sof": matches no vendor table in perftest
 constexpr uint32_t kVendorPartId = 1;
 
 }  // namespace softrdma::verbs

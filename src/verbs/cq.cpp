@@ -7,6 +7,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/stats_page.h"
 #include "verbs/comp_channel.h"
 #include "verbs/qp.h"
 
@@ -28,6 +29,7 @@ Cq::Cq(ibv_context *ctx, int cqe_req, CompChannel *chan, void *user_ctx, uint64_
       mem_(std::move(mem)),
       ring_(resource_of(mem_)),
       ts_(resource_of(mem_)) {
+    stats::opened(stats::Resource::kCq);
     context = ctx;
     channel = chan;
     cq_context = user_ctx;
@@ -58,6 +60,7 @@ Cq::Cq(ibv_context *ctx, int cqe_req, CompChannel *chan, void *user_ctx, uint64_
 }
 
 Cq::~Cq() {
+    stats::closed(stats::Resource::kCq);
     if (chan_) {
         chan_->forget(this);
         chan_->detach();

@@ -87,4 +87,24 @@ KeyCheck mr_range(const Mr &mr, const Pd *pd, uint64_t iova, uint64_t len, int a
     return KeyCheck::kOk;
 }
 
+void mr_publish(Mr &mr) {
+    if (!mr.stats) mr.stats = stats::claim_mr();
+    stats::MrSlot &s = *mr.stats;
+    constexpr auto r = std::memory_order_relaxed;
+    s.handle.store(mr.handle, r);
+    s.lkey.store(mr.lkey, r);
+    s.rkey.store(mr.rkey, r);
+    s.access.store(mr.access, r);
+    s.pd_handle.store(mr.owner ? mr.owner->handle : 0, r);
+    s.addr.store(uint64_t(uintptr_t(mr.addr)), r);
+    s.length.store(mr.length, r);
+    s.owner_pid.store(mr.foreign.pid, r);
+    s.live.store(1, std::memory_order_release);
+}
+
+void mr_unpublish(Mr &mr) {
+    if (mr.stats) stats::release(mr.stats);
+    mr.stats = nullptr;
+}
+
 }  // namespace softrdma::verbs

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "common/stats_page.h"
 #include "verbs/foreign_memory.h"
 
 namespace softrdma::verbs {
@@ -26,6 +27,7 @@ struct Mr : ibv_mr {
     // The table of the context the region belongs to: its lock orders atomics on the region
     // between processes that share the context.
     ExportTable *table = nullptr;
+    stats::MrSlot *stats = nullptr;  // what `softrdma res` shows of it
     static Mr *from(ibv_mr *m) { return static_cast<Mr *>(m); }
 };
 
@@ -63,6 +65,10 @@ KeyCheck mr_check(uint32_t key, const Pd *pd, uint64_t iova, uint64_t len, int a
 // The region's own checks (PD, rights, bounds) once its key has matched. Key table lock held.
 KeyCheck mr_range(const Mr &mr, const Pd *pd, uint64_t iova, uint64_t len, int access,
                   MemView &out);
+
+// `softrdma res`: the region's row (claimed on first call), kept as it changes; and its end.
+void mr_publish(Mr &mr);
+void mr_unpublish(Mr &mr);
 
 constexpr int kRemoteAccessMask =
     IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;

@@ -118,6 +118,7 @@ Qp::Qp(Context *ctx, const ibv_qp_init_attr_ex &a)
 }
 
 Qp::~Qp() {
+    stats::release(stats_);
     pthread_cond_destroy(&qp_base.cond);
     pthread_mutex_destroy(&qp_base.mutex);
 }
@@ -250,7 +251,20 @@ std::shared_ptr<Qp> Qp::create(Context *ctx, ibv_qp_init_attr_ex &a, int &err) {
         cq->attach(qp.get());
     }
     if (qp->srq_) qp->srq_->add_user();
+    qp->publish_stats(a);
     return qp;
+}
+
+void Qp::publish_stats(const ibv_qp_init_attr_ex &a) {
+    stats::QpSlot &s = *stats_;
+    s.qpn.store(qp_base.qp_num, std::memory_order_relaxed);
+    s.type.store(uint8_t(qp_base.qp_type), std::memory_order_relaxed);
+    s.state.store(uint8_t(qp_base.state), std::memory_order_relaxed);
+    s.sq_depth.store(a.cap.max_send_wr, std::memory_order_relaxed);
+    s.rq_depth.store(srq_ ? 0 : a.cap.max_recv_wr, std::memory_order_relaxed);
+    s.max_sge.store(a.cap.max_send_sge, std::memory_order_relaxed);
+    s.max_inline.store(a.cap.max_inline_data, std::memory_order_relaxed);
+    s.live.store(1, std::memory_order_release);
 }
 
 void Qp::shutdown() {
@@ -266,23 +280,22 @@ void Qp::shutdown() {
         }
         hs = std::move(handshake_);
         if (ud_fd_) transport::ProgressEngine::get().unwatch(ud_fd_.get());
+        const stats::QpSlot &d = *stats_;
+        auto n = [&d](stats::QpCounter k) { return (unsigned long long)d.get(k); };
         if (qp_base.qp_type == IBV_QPT_RAW_PACKET) {
-            const RawDrops &d = raw_drops_;
             SR_DEBUG(
                 "qp %u: raw frames dropped: no receive %llu, not ready %llu, by a DROP rule "
                 "%llu, send failed %llu",
-                qp_base.qp_num, (unsigned long long)d.no_recv, (unsigned long long)d.not_ready,
-                (unsigned long long)d.rule_drop, (unsigned long long)d.send_failed);
+                qp_base.qp_num, n(stats::kUdDropNoRecv), n(stats::kUdDropNotReady),
+                n(stats::kRawDropRule), n(stats::kUdDropSendFailed));
         } else if (ud_fd_) {
             if (mc_fd_) transport::ProgressEngine::get().unwatch(mc_fd_.get());
-            const UdDrops &d = ud_drops_;
             SR_DEBUG(
                 "qp %u: UD datagrams dropped: no receive %llu, Q_Key %llu, malformed %llu, "
-                "not ready %llu, send failed %llu, own multicast %llu, socket full %u",
-                qp_base.qp_num, (unsigned long long)d.no_recv, (unsigned long long)d.qkey,
-                (unsigned long long)d.malformed, (unsigned long long)d.not_ready,
-                (unsigned long long)d.send_failed, (unsigned long long)d.self_loopback,
-                d.socket_full);
+                "not ready %llu, send failed %llu, own multicast %llu, socket full %llu",
+                qp_base.qp_num, n(stats::kUdDropNoRecv), n(stats::kUdDropQkey),
+                n(stats::kUdDropMalformed), n(stats::kUdDropNotReady), n(stats::kUdDropSendFailed),
+                n(stats::kUdDropOwnMcast), n(stats::kUdDropSocketFull));
         }
     }
     if (hs) hs->cancel();
@@ -417,6 +430,7 @@ int Qp::modify(ibv_qp_attr *a, int mask) {
     }
     qp_base.state = next;
     attr_.qp_state = next;
+    stats_->state.store(uint8_t(next), std::memory_order_relaxed);
     switch (next) {
         case IBV_QPS_RESET: {
             if (stream_) {
@@ -729,6 +743,7 @@ int Qp::post_recv(ibv_recv_wr *wr, ibv_recv_wr **bad) {
 // ---------------------------------------------------------------------------- completions
 
 void Qp::complete_send(SendWqe &w, ibv_wc_status st) {
+    if (st != IBV_WC_SUCCESS) stats_->add(stats::kCompletionErr);
     const bool signalled = sq_sig_all_ || (w.flags & IBV_SEND_SIGNALED);
     if (st == IBV_WC_SUCCESS && !signalled) return;
     ibv_wc wc{};
@@ -745,6 +760,7 @@ void Qp::complete_send(SendWqe &w, ibv_wc_status st) {
 
 void Qp::complete_recv(const RecvWqe &r, ibv_wc_status st, ibv_wc_opcode op, uint32_t byte_len,
                        uint32_t imm, unsigned wc_flags, bool solicited) {
+    if (st != IBV_WC_SUCCESS) stats_->add(stats::kCompletionErr);
     ibv_wc wc{};
     wc.wr_id = r.wr_id;
     wc.status = st;
@@ -802,6 +818,7 @@ void Qp::move_to_error(Lock &lk) {
     const bool was_err = qp_base.state == IBV_QPS_ERR && !stream_;
     qp_base.state = IBV_QPS_ERR;
     attr_.qp_state = IBV_QPS_ERR;
+    stats_->state.store(uint8_t(IBV_QPS_ERR), std::memory_order_relaxed);
     if (stream_) {
         // What this QP executed is acknowledged before the connection closes: a NIC ACKs on
         // arrival, so a peer never learns of our error before its delivered sends complete.

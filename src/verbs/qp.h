@@ -19,6 +19,7 @@
 
 #include "common/clock.h"
 #include "common/fault_plan.h"
+#include "common/stats_page.h"
 
 #include "transport/fpdu_stream.h"
 #include "transport/mpa_handshake.h"
@@ -270,6 +271,7 @@ class Qp : public ibv_qp_ex,
     // An atomic on an imported region: read, operate, write back under the table's lock.
     bool foreign_atomic(const MemView &v, const wire::AtomicRequest &r, uint64_t &orig);
     static void local_atomic(uint8_t *host, const wire::AtomicRequest &r, uint64_t &orig);
+    void publish_stats(const ibv_qp_init_attr_ex &a);
 
     // qp_rx.cpp
     bool place_write(const wire::SegmentHeader &h, transport::Placement &p);
@@ -435,6 +437,8 @@ class Qp : public ibv_qp_ex,
     RecvWqe cur_recv_{};
     std::vector<Sge> cur_recv_sges_;
     ForeignStaging foreign_;
+    // What `softrdma stat`/`res` show of this QP (common/stats_page.h); written under mu_.
+    stats::QpSlot *stats_ = stats::claim_qp();
     uint32_t cur_recv_msn_ = 0;
     uint64_t cur_recv_len_ = 0;
     bool cur_recv_error_ = false;
@@ -453,12 +457,6 @@ class Qp : public ibv_qp_ex,
     UniqueFd ud_fd_;
     std::vector<uint8_t> ud_buf_;
     // Datagrams lost, by cause (reported under SOFTRDMA_DEBUG when the QP is destroyed).
-    struct UdDrops {
-        uint64_t no_recv = 0, qkey = 0, malformed = 0, not_ready = 0, send_failed = 0;
-        uint64_t self_loopback = 0;  // own multicast, IBV_QP_CREATE_BLOCK_SELF_MCAST_LB
-        uint32_t socket_full = 0;    // the kernel's SO_RXQ_OVFL counter
-    } ud_drops_;
-
     // UD flow control: work requests held back, in order, while a peer's window is full; a
     // ring of max_send_wr slots allocated when first needed.
     std::vector<UdPending> ud_pending_;
@@ -476,10 +474,6 @@ class Qp : public ibv_qp_ex,
     std::vector<uint8_t> rss_key_;
     uint64_t rss_fields_ = 0;
     static constexpr size_t kMaxRssKey = 128;
-    struct RawDrops {
-        uint64_t no_recv = 0, not_ready = 0, rule_drop = 0, send_failed = 0;
-    } raw_drops_;
-
     // Multicast: one socket on the group port, joined to every attached group.
     struct McastGroup {
         uint8_t mgid[16];

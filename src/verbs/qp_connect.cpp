@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "verbs/context.h"
 #include "transport/shm_link.h"
+#include "verbs/cm_token.h"
 #include "verbs/qp.h"
 
 namespace softrdma::verbs {
@@ -179,6 +180,14 @@ bool Qp::adopt_stream(transport::MpaHandshake::Result &&r, Lock &lk) {
     if (!ext_) fire_established_hook();  // such a peer sends no RTU
     peer_ird_ = r.peer.ird & wire::kMpaV2IrdOrdMask;
     stream_ = std::make_unique<transport::FpduStream>(std::move(r.fd), crc);
+    // A CM connection names its peer by address: no QPN to show (the CM's placeholder is 1).
+    const bool named = !is_cm_token(remote_qpn_) && remote_qpn_ > 1;
+    stats_->peer_qpn.store(named ? remote_qpn_ : 0, std::memory_order_relaxed);
+    uint64_t gid[2];
+    std::memcpy(gid, remote_gid_, 16);
+    stats_->peer_gid[0].store(gid[0], std::memory_order_relaxed);
+    stats_->peer_gid[1].store(gid[1], std::memory_order_relaxed);
+    stats_->shm.store(0, std::memory_order_relaxed);
     tx_srqn_ = kNoSrqn;  // a new stream: the peer knows no XRC SRQ number yet
     tx_blocked_ = false;
     dial_backoff_ns_ = 0;

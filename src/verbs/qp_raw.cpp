@@ -181,7 +181,12 @@ int Qp::raw_post_one(const ibv_send_wr &wr) {
             if (errno == EMSGSIZE)
                 st = IBV_WC_LOC_LEN_ERR;
             else
-                ++raw_drops_.send_failed;
+                stats_->add(stats::kUdDropSendFailed);
+        } else {
+            size_t len = 0;
+            for (int i = 0; i < cnt; ++i) len += iov[i].iov_len;
+            stats_->add(stats::kSentPkts);
+            stats_->add(stats::kSentBytes, len);
         }
     }
     complete_send(w, st);
@@ -209,7 +214,7 @@ void Qp::raw_progress(Lock &) {
             }
         if (!rule) continue;  // not this QP's: the kernel has it too
         if (rule->drop) {
-            ++raw_drops_.rule_drop;
+            stats_->add(stats::kRawDropRule);
             continue;
         }
         raw_deliver(frame, f);
@@ -220,7 +225,7 @@ void Qp::raw_deliver(std::span<const uint8_t> frame, const wire::EthFrame &f) {
     // An RSS QP is ready when created, as on mlx5: its WQs' states decide (Wq::take).
     const ibv_qp_state st = qp_base.state;
     if (!rss_table_ && st != IBV_QPS_RTR && st != IBV_QPS_RTS && st != IBV_QPS_SQD) {
-        ++raw_drops_.not_ready;
+        stats_->add(stats::kUdDropNotReady);
         return;
     }
     RecvWqe r;
@@ -233,14 +238,14 @@ void Qp::raw_deliver(std::span<const uint8_t> frame, const wire::EthFrame &f) {
         const uint32_t hash = n ? wire::toeplitz_hash(rss_key_, {in, n}) : 0;
         Wq *wq = rss_table_->wqs[hash & (rss_table_->wqs.size() - 1)];
         if (!wq->take(r, cur_recv_sges_)) {
-            ++raw_drops_.no_recv;
+            stats_->add(stats::kUdDropNoRecv);
             return;
         }
         cq = wq->completion_queue();
         pd = Pd::from(wq->pd);
         qpn = wq->wq_num;
     } else if (!take_recv(r)) {
-        ++raw_drops_.no_recv;
+        stats_->add(stats::kUdDropNoRecv);
         return;
     }
     ibv_wc wc{};
@@ -273,6 +278,8 @@ void Qp::raw_deliver(std::span<const uint8_t> frame, const wire::EthFrame &f) {
         }
         wc.byte_len = uint32_t(frame.size());
         if (wire::checksums_ok(frame)) wc.wc_flags |= IBV_WC_IP_CSUM_OK;
+        stats_->add(stats::kRcvdPkts);
+        stats_->add(stats::kRcvdBytes, frame.size());
     }
     if (!cq->push(wc, false)) report_async(IBV_EVENT_CQ_ERR, cq);
 }

@@ -66,6 +66,7 @@ bool Qp::take_recv(RecvWqe &out) {
 }
 
 void Qp::responder_fail(wire::NakCode code, uint8_t etype, uint8_t ecode) {
+    if (code == wire::NakCode::kRemoteAccess) stats_->add(stats::kRemoteAccessErr);
     if (!reliable()) return;  // UC drops silently
     SR_DEBUG("qp %u: responder error %u, terminating", qp_base.qp_num, unsigned(code));
     queue_control(wire::ControlType::kNak, executed_seq_ + 1, uint32_t(code));
@@ -171,6 +172,7 @@ bool Qp::place_send(const wire::SegmentHeader &h, transport::Placement &p) {
             if (reliable()) {
                 // Receiver not ready: tell the requester to back off and replay from here.
                 queue_control(wire::ControlType::kRnrNak, executed_seq_ + 1, attr_.min_rnr_timer);
+                stats_->add(stats::kSendRnrErr);
                 rnr_dropping_ = true;
                 return true;
             }
@@ -369,6 +371,7 @@ bool Qp::handle_immediate(const wire::SegmentHeader &h, std::span<const uint8_t>
     if (!take_recv(r)) {
         if (reliable()) {
             queue_control(wire::ControlType::kRnrNak, executed_seq_ + 1, attr_.min_rnr_timer);
+            stats_->add(stats::kSendRnrErr);
             rnr_dropping_ = true;
         } else {
             request_executed();
@@ -440,6 +443,8 @@ bool Qp::handle_control(const wire::ControlPayload &c) {
                 }
             }
             if (idx == sq_tx_) return false;
+            stats_->add(stats::kRcvdRnrErr);
+            stats_->add(stats::kRnrRetries, sq_tx_ - idx);
             SendWqe &w = sq_[sq_slot(*this, idx)];
             if (attr_.rnr_retry != 7) {
                 if (w.rnr_left == 0) {
@@ -514,6 +519,8 @@ void Qp::xrc_release() {
 }
 
 bool Qp::on_segment(const wire::SegmentHeader &h, std::span<const uint8_t> scratch) {
+    stats_->add(stats::kRcvdPkts);
+    if (wire::op_carries_data(h.op)) stats_->add(stats::kRcvdBytes, h.payload_len);
     if (foreign_.sink != ForeignStaging::Sink::kNone) flush_rx();
     if (h.op == wire::RdmapOp::kControl) return on_control(scratch);
     if (qp_base.state == IBV_QPS_ERR && h.op != wire::RdmapOp::kTerminate) return true;

@@ -88,6 +88,7 @@ bool Qp::handle_shm_control(const wire::ControlPayload &c) {
                      qp_base.qp_num, remote_qpn_, c.seq,
                      (unsigned long long)(link->ring_bytes() / 1024));
             stream_->shm_attach(std::move(link));
+            stats_->shm.store(1, std::memory_order_relaxed);
             stream_->shm_allow_refs(reliable() && !foreign_.used);
             shm_send_switch(wire::ControlType::kShmAccept, uint32_t(getpid()), 0);
             return true;
@@ -96,6 +97,7 @@ bool Qp::handle_shm_control(const wire::ControlPayload &c) {
             // The peer's frames now come through the ring; ours follow after our switch.
             if (!stream_->shm() || stream_->shm_rx()) return false;
             stream_->shm()->close_fd();
+            stats_->shm.store(1, std::memory_order_relaxed);
             stream_->shm()->set_peer(c.seq);  // the accepter's pid (0 from an older peer)
             stream_->shm_allow_refs(reliable() && !foreign_.used);
             stream_->shm_switch_rx();

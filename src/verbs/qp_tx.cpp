@@ -427,12 +427,16 @@ bool Qp::emit_requests(transport::TxBatch &b) {
 
 bool Qp::fill_tx(transport::TxBatch &b) {
     foreign_.tx_used = 0;  // a new batch: the last one's copies have gone out
+    const int segments = b.segments();
+    const uint64_t data = b.data_bytes();
     bool any = emit_control(b);
     if (!fatal_pending_) {
         any |= emit_responses(b);
         any |= emit_requests(b);
     }
     any |= emit_ack(b, any);
+    stats_->add(stats::kSentPkts, uint64_t(b.segments() - segments));
+    stats_->add(stats::kSentBytes, b.data_bytes() - data);
     return any;
 }
 

@@ -198,10 +198,13 @@ void Qp::ud_transmit(UdPending &p, iovec *iov) {
         }
         AppMemoryAccess app;
         // Unreliable: a datagram the kernel cannot take now is simply lost.
-        if (::sendmsg(ud_fd_.get(), &m, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
-            ++ud_drops_.send_failed;
-        else if (!p.group)
-            ud_flow_.sent(p.dgid, p.dst_qpn, now_ns());
+        if (::sendmsg(ud_fd_.get(), &m, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+            stats_->add(stats::kUdDropSendFailed);
+        } else {
+            stats_->add(stats::kSentPkts);
+            stats_->add(stats::kSentBytes, p.w.total_len);
+            if (!p.group) ud_flow_.sent(p.dgid, p.dst_qpn, now_ns());
+        }
     }
     complete_send(p.w, p.status);
 }
@@ -261,10 +264,10 @@ bool Qp::ud_recv_one(int fd, bool mcast) {
         if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_RXQ_OVFL) {
             uint32_t n;
             std::memcpy(&n, CMSG_DATA(c), sizeof n);
-            if (n != ud_drops_.socket_full)
+            if (n != stats_->get(stats::kUdDropSocketFull))
                 SR_DEBUG("qp %u: socket buffer overflowed, %u datagrams lost so far",
                          qp_base.qp_num, n);
-            ud_drops_.socket_full = n;
+            stats_->c[stats::kUdDropSocketFull].store(n, std::memory_order_relaxed);
         } else if (mcast && c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO) {
             in6_pktinfo pi;
             std::memcpy(&pi, CMSG_DATA(c), sizeof pi);
@@ -274,13 +277,13 @@ bool Qp::ud_recv_one(int fd, bool mcast) {
         }
     }
     if (mcast && !mgid) {
-        ++ud_drops_.malformed;  // not for a group this QP is attached to
+        stats_->add(stats::kUdDropMalformed);  // not for a group this QP is attached to
         return true;
     }
     const std::span<const uint8_t> dgram(ud_buf_.data(), size_t(len));
     wire::UdHeader h;
     if (!wire::decode_ud_header(dgram, h) || h.dst_qpn != (mgid ? kMulticastQpn : qp_base.qp_num)) {
-        ++ud_drops_.malformed;
+        stats_->add(stats::kUdDropMalformed);
         return true;
     }
     const auto *sa = reinterpret_cast<const sockaddr *>(&from);
@@ -355,20 +358,21 @@ void Qp::ud_deliver(const wire::UdHeader &h, std::span<const uint8_t> payload, c
                     const uint8_t *mgid) {
     const ibv_qp_state st = qp_base.state;
     if (mgid && block_self_mcast_ && is_own_mcast(from, h.src_qpn)) {
-        ++ud_drops_.self_loopback;
+        stats_->add(stats::kUdDropOwnMcast);
         return;
     }
     if (st != IBV_QPS_RTR && st != IBV_QPS_RTS && st != IBV_QPS_SQD) {
-        ++ud_drops_.not_ready;
+        stats_->add(stats::kUdDropNotReady);
         return;
     }
     if (h.qkey != attr_.qkey) {  // Q_Key violation: dropped silently, as hardware does
-        ++ud_drops_.qkey;
+        stats_->add(stats::kUdDropQkey);
         return;
     }
     RecvWqe r;
     if (!take_recv(r)) {  // no receive posted: the datagram is lost
-        if (ud_drops_.no_recv++ == 0)
+        stats_->add(stats::kUdDropNoRecv);
+        if (stats_->get(stats::kUdDropNoRecv) == 1)
             SR_DEBUG("qp %u: datagram dropped, no receive posted (first of its kind)",
                      qp_base.qp_num);
         return;
@@ -419,6 +423,8 @@ void Qp::ud_deliver(const wire::UdHeader &h, std::span<const uint8_t> payload, c
         wc.imm_data = htonl(h.imm);
     }
     wc.pkey_index = 0;
+    stats_->add(stats::kRcvdPkts);
+    stats_->add(stats::kRcvdBytes, payload.size());
     if (!rcq_->push(wc, h.flags & wire::kUdFlagSolicited)) report_async(IBV_EVENT_CQ_ERR);
 }
 

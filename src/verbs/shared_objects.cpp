@@ -105,7 +105,6 @@ int SharedObjects::publish(const ibv_mr *m) {
 
 void SharedObjects::add_mr(ibv_mr *mr) {
     mr->handle = next_handle();
-    Mr::from(mr)->table = table_.get();
     const int slot = publish(mr);
     std::lock_guard lk(mu_);
     mrs_[mr->handle] = {mr, slot};

@@ -5,6 +5,7 @@
 #include <new>
 
 #include "common/log.h"
+#include "common/stats_page.h"
 #include "verbs/context.h"
 #include "verbs/pd.h"
 
@@ -18,6 +19,7 @@ Srq::Srq(ibv_context *ctx, ibv_pd *p, const ibv_srq_attr &attr, void *user_ctx,
       max_wr_(attr.max_wr),
       max_sge_(attr.max_sge),
       limit_(attr.srq_limit) {
+    stats::opened(stats::Resource::kSrq);
     context = ctx;
     srq_context = user_ctx;
     pd = p;
@@ -27,6 +29,7 @@ Srq::Srq(ibv_context *ctx, ibv_pd *p, const ibv_srq_attr &attr, void *user_ctx,
 }
 
 Srq::~Srq() {
+    stats::closed(stats::Resource::kSrq);
     pthread_cond_destroy(&cond);
     pthread_mutex_destroy(&mutex);
 }

@@ -203,6 +203,7 @@ ibv_pd *alloc_pd(ibv_context *ctx) {
     if (!ctx) return fail<ibv_pd>(EINVAL);
     auto pd = std::make_unique<Pd>(ctx);
     Context::from(ctx)->objects().add_pd(pd.get());
+    stats::opened(stats::Resource::kPd);
     return pd.release();
 }
 
@@ -219,6 +220,7 @@ int dealloc_pd(ibv_pd *pd) {
         return 0;
     }
     Context::from(pd->context)->objects().remove_pd(pd);
+    stats::closed(stats::Resource::kPd);
     return 0;
 }
 
@@ -267,7 +269,8 @@ ibv_mr *import_mr(ibv_pd *pd, uint32_t handle) {
     if (!mr)
         return fail<ibv_mr>(
             refuse(EINVAL, "ibv_import_mr", "no MR with handle %u on this PD", handle));
-    const Mr &m = *Mr::from(mr);
+    Mr &m = *Mr::from(mr);
+    mr_publish(m);
     SR_DEBUG("ibv_import_mr: region %u of pid %d (%#llx + %zu) imported with key 0x%x", handle,
              int(m.foreign.pid), (unsigned long long)m.iova, m.length, m.lkey);
     return mr;
@@ -279,6 +282,7 @@ void unimport_mr(ibv_mr *mr) {
     mr_table_remove(Mr::from(mr));
     pd_release(mr->pd);
     std::unique_ptr<Mr> owned(Mr::from(mr));
+    mr_unpublish(*owned);
 }
 
 ibv_mr *reg_mr(ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsigned access) {
@@ -306,10 +310,13 @@ ibv_mr *register_mr(ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsign
     mr->access = int(access);
     mr->iova = (access & IBV_ACCESS_ZERO_BASED) || implicit ? 0 : iova;
     mr->host = static_cast<uint8_t *>(addr);
+    // Before the key is visible: the engine's key checks read it.
+    mr->table = Context::from(pd->context)->objects().table();
     if (!mr_table_add(mr.get()))
         return fail<ibv_mr>(refuse(ENOMEM, "ibv_reg_mr", "no memory region key left"));
     pd_hold(pd);
     Context::from(pd->context)->objects().add_mr(mr.get());
+    mr_publish(*mr);
     return mr.release();
 }
 
@@ -350,6 +357,7 @@ int rereg_mr(ibv_mr *m, int flags, ibv_pd *pd, void *addr, size_t length, int ac
     }
     mr_table_change(mr, c);
     Context::from(mr->context)->objects().republish_mr(mr);
+    mr_publish(*mr);
     return 0;
 }
 
@@ -364,6 +372,7 @@ int dereg_mr(ibv_mr *m) {
     if (mr_table_remove(Mr::from(m)))
         return refuse(EINVAL, "ibv_dereg_mr", "memory windows are still bound to the region");
     std::unique_ptr<Mr> mr(Mr::from(m));
+    mr_unpublish(*mr);
     if (mr->dm) mr->dm->mrs.fetch_sub(1);
     Context::from(mr->context)->objects().remove_mr(mr.get());
     pd_release(mr->pd);

@@ -29,6 +29,23 @@ enum class RdmapOp : uint8_t {
     kControl = 0xE,  // ACK / NAK / RNR NAK / RESYNC
 };
 
+// Whether segments of `op` carry application data (what the byte counters count).
+constexpr bool op_carries_data(RdmapOp op) {
+    switch (op) {
+        case RdmapOp::kWrite:
+        case RdmapOp::kReadResponse:
+        case RdmapOp::kSend:
+        case RdmapOp::kSendInv:
+        case RdmapOp::kSendSe:
+        case RdmapOp::kSendSeInv:
+        case RdmapOp::kSendImm:
+        case RdmapOp::kSendImmSe:
+            return true;
+        default:
+            return false;
+    }
+}
+
 // Untagged queue numbers.
 enum : uint32_t {
     kQnSend = 0,
