@@ -7,7 +7,8 @@ BUILD_PKGS=(build-essential cmake pkg-config)
 TEST_PKGS=(googletest libgtest-dev libbenchmark-dev python3 iproute2 procps
            libibverbs-dev librdmacm-dev ibverbs-utils rdmacm-utils perftest
            clang libclang-rt-14-dev nftables ibverbs-providers
-           ucx-utils openmpi-bin libopenmpi-dev libfabric-bin python3-pyverbs)
+           ucx-utils openmpi-bin libopenmpi-dev libfabric-bin python3-pyverbs
+           lintian man-db)
 want=("${BUILD_PKGS[@]}")
 [ "${1:-build}" = test ] && want+=("${TEST_PKGS[@]}")
 missing=()
