@@ -62,6 +62,14 @@ pcdir=$(dirname "$(find "$prefix" -name softrdma.pc | head -1)")
 flags=$(PKG_CONFIG_PATH=$pcdir pkg-config --cflags --libs softrdma) || fail "pkg-config softrdma"
 cc -O2 -o "$tmp/demo_pc" "$src/tools/sr_rc_demo.c" $flags || fail "build with pkg-config ($flags)"
 exchange "$tmp/demo_pc" pkg-config
+# The rdmacm example too, as examples/README.md says to build it.
+cc -O2 -o "$tmp/echo_pc" "$src/examples/rdmacm_echo.c" $flags || fail "build examples/rdmacm_echo.c with pkg-config"
+port=$((20000 + RANDOM % 20000))
+"$tmp/echo_pc" -s -p "$port" >"$tmp/echo.server" 2>&1 &
+pids+=($!)
+sleep 0.3
+timeout 60 "$tmp/echo_pc" -c 127.0.0.1 -p "$port" -n 50 | grep -q "50 messages echoed" || fail "rdmacm_echo built against the install"
+echo "pkg-config: examples/rdmacm_echo.c built against the install and run"
 
 # 2b. find_package.
 mkdir -p "$tmp/proj"
