@@ -436,7 +436,8 @@ int dial(CmId &id) {
         int e = ready_qp(*c);
         if (!e) e = verbs::Qp::from(c->qp)->attach_cm_stream(std::move(r.fd), r.peer);
         if (e) {
-            SR_DEBUG("cm: connected, but the QP could not take the connection (errno %d)", e);
+            SR_DEBUG("cm: connected, but the QP could not take the connection: %s",
+                     std::strerror(e));
             c->post_event(RDMA_CM_EVENT_CONNECT_ERROR, -EIO);
             qp_to_error(*c);
             return;

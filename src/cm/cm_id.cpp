@@ -243,7 +243,8 @@ void CmId::post_event(rdma_cm_event_type type, int status, const void *pd, size_
         ev->param.conn.retry_count = c.retry_count;
         ev->param.conn.rnr_retry_count = c.rnr_retry_count;
     }
-    CM_LOG("id %p: event %s status %d", static_cast<void *>(ev->id), event_str(type), status);
+    CM_LOG("id %p: event %s status %d%s%s", static_cast<void *>(ev->id), event_str(type), status,
+           status < 0 ? ": " : "", status < 0 ? std::strerror(-status) : "");
     chan->push(std::move(ev));  // CONNECT_REQUEST too: it arrives on the listener's channel
 }
 

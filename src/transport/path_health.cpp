@@ -10,6 +10,14 @@
 #include "common/log.h"
 
 namespace softrdma::transport {
+namespace {
+const char *tcp_state_name(unsigned s) {
+    static const char *const names[] = {"?",          "established", "SYN sent",  "SYN received",
+                                        "FIN wait 1", "FIN wait 2",  "time wait", "closed",
+                                        "close wait", "last ACK",    "listen",    "closing"};
+    return s < sizeof names / sizeof names[0] ? names[s] : "?";
+}
+}  // namespace
 
 PathHealth tcp_path_health(int fd, uint64_t recent_ns) {
     PathHealth h;
@@ -24,10 +32,10 @@ PathHealth tcp_path_health(int fd, uint64_t recent_ns) {
     h.retransmits = std::max<uint32_t>(ti.tcpi_retransmits, ti.tcpi_probes);
     h.next_attempt_ns = (uint64_t(ti.tcpi_rto) + 2ull * ti.tcpi_rtt) * 1000ull;
     SR_DEBUG(
-        "fd %d: tcp state %u unacked %u retransmits %u backoff %u probes %u rto %u us "
-        "rtt %u us, last ack %u ms ago, total retrans %u: %s",
-        fd, ti.tcpi_state, ti.tcpi_unacked, ti.tcpi_retransmits, ti.tcpi_backoff, ti.tcpi_probes,
-        ti.tcpi_rto, ti.tcpi_rtt, ti.tcpi_last_ack_recv, ti.tcpi_total_retrans,
+        "fd %d: TCP %s, %u segments unacknowledged, retransmits %u backoff %u probes %u, "
+        "rto %u us rtt %u us, last ack %u ms ago, %u retransmitted in all: the peer is %s",
+        fd, tcp_state_name(ti.tcpi_state), ti.tcpi_unacked, ti.tcpi_retransmits, ti.tcpi_backoff,
+        ti.tcpi_probes, ti.tcpi_rto, ti.tcpi_rtt, ti.tcpi_last_ack_recv, ti.tcpi_total_retrans,
         h.answering ? "answering" : "silent");
     return h;
 }

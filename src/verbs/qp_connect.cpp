@@ -109,8 +109,9 @@ void Qp::on_active_done(transport::MpaHandshake::Result &&r) {
         dial_backoff_ns_ = dial_backoff_ns_ ? std::min(dial_backoff_ns_ * 2, kDialBackoffMaxNs)
                                             : kDialBackoffMinNs;
         next_dial_ns_ = now_ns() + dial_backoff_ns_;
-        SR_DEBUG("qp %u: dial to qpn %u failed (%d), retry in %llu us", qp_base.qp_num, remote_qpn_,
-                 r.err, (unsigned long long)(dial_backoff_ns_ / 1000));
+        SR_DEBUG("qp %u: dial to qpn %u (port %u) failed: %s; retry in %llu us", qp_base.qp_num,
+                 remote_qpn_, unsigned(transport::qpn_port(remote_qpn_)), std::strerror(r.err),
+                 (unsigned long long)(dial_backoff_ns_ / 1000));
         arm_timer(lk);
         return;
     }
@@ -198,12 +199,13 @@ bool Qp::adopt_stream(transport::MpaHandshake::Result &&r, Lock &lk) {
     const uint32_t events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
     armed_mask_ = events;
     if (!transport::ProgressEngine::get().watch(stream_->fd(), shared_from_this(), events)) {
-        SR_DEBUG("qp %u: cannot watch the connection (errno %d)", qp_base.qp_num, errno);
+        SR_DEBUG("qp %u: cannot watch the connection: %s", qp_base.qp_num, std::strerror(errno));
         armed_mask_ = 0;
         stream_.reset();
         return false;
     }
-    SR_DEBUG("qp %u: connected to qpn %u (ext=%d crc=%d)", qp_base.qp_num, remote_qpn_, ext_, crc);
+    SR_DEBUG("qp %u: connected to qpn %u (softrdma extensions %s, CRC %s)", qp_base.qp_num,
+             remote_qpn_, ext_ ? "on" : "off", crc ? "on" : "off");
     shm_offer_due_ = true;  // made with the first request either way (qp_shm.cpp)
     progress(lk);
     return true;

@@ -68,7 +68,8 @@ bool Qp::take_recv(RecvWqe &out) {
 void Qp::responder_fail(wire::NakCode code, uint8_t etype, uint8_t ecode) {
     if (code == wire::NakCode::kRemoteAccess) stats_->add(stats::kRemoteAccessErr);
     if (!reliable()) return;  // UC drops silently
-    SR_DEBUG("qp %u: responder error %u, terminating", qp_base.qp_num, unsigned(code));
+    SR_DEBUG("qp %u: responder refuses the request (%s); terminating the connection",
+             qp_base.qp_num, wire::nak_name(code));
     queue_control(wire::ControlType::kNak, executed_seq_ + 1, uint32_t(code));
     queue_terminate(etype, ecode);
     fatal_pending_ = true;
@@ -558,8 +559,8 @@ bool Qp::on_segment(const wire::SegmentHeader &h, std::span<const uint8_t> scrat
             return fatal_pending_ || handle_immediate(h, scratch);
         case wire::RdmapOp::kTerminate: {
             const auto t = wire::decode_terminate(scratch.data());
-            SR_DEBUG("qp %u: TERMINATE from peer (layer %u etype %u ecode %u)", qp_base.qp_num,
-                     unsigned(t.layer), t.etype, t.ecode);
+            SR_DEBUG("qp %u: the peer terminated the connection: %s", qp_base.qp_num,
+                     wire::describe_terminate(t).c_str());
             fatal_pending_ = true;  // progress() moves the QP to ERR
             return true;
         }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 
 #include "common/log.h"
 #include "transport/shm_link.h"
@@ -46,7 +47,8 @@ void Qp::shm_offer() {
     if (!shm_offerer_) return;  // the peer offers; our answer is logged
     auto link = transport::ShmLink::create(fd);
     if (!link) {
-        SR_DEBUG("qp %u: stays on TCP: no shared memory segment (errno %d)", qp_base.qp_num, errno);
+        SR_DEBUG("qp %u: stays on TCP: no shared memory segment: %s", qp_base.qp_num,
+                 std::strerror(errno));
         return;
     }
     const int seg = link->fd();

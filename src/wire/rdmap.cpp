@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include "wire/rdmap.h"
 
+#include <cstdio>
+
 #include "wire/byte_order.h"
 
 namespace softrdma::wire {
@@ -113,7 +115,8 @@ void encode_control(const ControlPayload &c, uint8_t *out) {
 }
 
 bool decode_control(const uint8_t *in, ControlPayload &out) {
-    if (in[0] < uint8_t(ControlType::kAck) || in[0] > uint8_t(ControlType::kShmSwitch)) return false;
+    if (in[0] < uint8_t(ControlType::kAck) || in[0] > uint8_t(ControlType::kShmSwitch))
+        return false;
     out = {ControlType(in[0]), get32(in + 4), get32(in + 8)};
     return true;
 }
@@ -143,6 +146,79 @@ TerminatePayload terminate_for_bad_header(std::span<const uint8_t> in) {
 
 TerminatePayload decode_terminate(const uint8_t *in) {
     return {TermLayer(in[0] >> 4), uint8_t(in[0] & 0x0f), in[1]};
+}
+
+const char *nak_name(NakCode c) {
+    switch (c) {
+        case NakCode::kRemoteAccess:
+            return "remote access error";
+        case NakCode::kInvalidRequest:
+            return "invalid request";
+        case NakCode::kRemoteOperation:
+            return "remote operation error";
+    }
+    return "unknown NAK";
+}
+
+// RFC 5040 §7 (RDMAP) and RFC 5041 §7 (DDP) name the error types and codes.
+std::string describe_terminate(const TerminatePayload &t) {
+    const char *layer = "?", *type = "?", *code = nullptr;
+    const unsigned e = t.etype, c = t.ecode;
+    if (t.layer == TermLayer::kRdmap) {
+        layer = "RDMAP";
+        type = e == 0   ? "local catastrophic error"
+               : e == 1 ? "remote protection error"
+               : e == 2 ? "remote operation error"
+                        : "unknown error type";
+        if (e == 1) {
+            code = c == 0   ? "invalid STag"
+                   : c == 1 ? "base or bounds violation"
+                   : c == 2 ? "access rights violation"
+                   : c == 3 ? "STag not associated with this stream"
+                   : c == 4 ? "tagged offset wrap"
+                   : c == 9 ? "STag cannot be invalidated"
+                            : nullptr;
+        } else if (e == 2) {
+            code = c == 5   ? "invalid RDMAP version"
+                   : c == 6 ? "unexpected opcode"
+                   : c == 7 ? "catastrophic error, localized to the stream"
+                   : c == 8 ? "catastrophic error, global"
+                   : c == 9 ? "STag cannot be invalidated"
+                            : nullptr;
+        }
+    } else if (t.layer == TermLayer::kDdp) {
+        layer = "DDP";
+        type = e == 0   ? "local catastrophic error"
+               : e == 1 ? "tagged buffer error"
+               : e == 2 ? "untagged buffer error"
+                        : "unknown error type";
+        if (e == 1) {
+            code = c == 0   ? "invalid STag"
+                   : c == 1 ? "base or bounds violation"
+                   : c == 2 ? "STag not associated with this stream"
+                   : c == 3 ? "tagged offset wrap"
+                   : c == 4 ? "invalid DDP version"
+                            : nullptr;
+        } else if (e == 2) {
+            code = c == 1   ? "invalid queue number"
+                   : c == 2 ? "no buffer for this message"
+                   : c == 3 ? "message sequence number out of range"
+                   : c == 4 ? "invalid message offset"
+                   : c == 5 ? "message too long"
+                   : c == 6 ? "invalid DDP version"
+                            : nullptr;
+        }
+    } else if (t.layer == TermLayer::kMpa) {
+        layer = "MPA";
+        type = "framing error";
+        code = c == 2 ? "CRC error" : nullptr;
+    }
+    std::string s = std::string(layer) + " " + type + ": ";
+    if (c == kTermEcodeUnspecified) return s + "unspecified";
+    if (code) return s + code;
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "code 0x%02x", c);
+    return s + buf;
 }
 
 }  // namespace softrdma::wire

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 
 #include "wire/mpa.h"
 
@@ -185,6 +186,10 @@ void encode_terminate(const TerminatePayload &t, uint8_t *out);
 // operation error; anything else (reserved bits, a length shorter than the header) unspecified.
 TerminatePayload terminate_for_bad_header(std::span<const uint8_t> in);
 TerminatePayload decode_terminate(const uint8_t *in);
+// In words, for debug lines: "RDMAP remote protection error: base or bounds violation".
+std::string describe_terminate(const TerminatePayload &t);
+// "remote access error", "invalid request", "remote operation error".
+const char *nak_name(NakCode c);
 
 // RDMAP error types / codes we emit (RFC 5040 §7).
 enum : uint8_t {

@@ -480,3 +480,25 @@ TEST(RdmapPayload, TerminateForBadHeader) {
 }
 
 }  // namespace softrdma::wire
+
+// Debug lines name TERMINATE and NAK causes in words (RFC 5040/5041 names).
+TEST(WireRdmap, TerminateAndNakInWords) {
+    using namespace softrdma::wire;
+    EXPECT_EQ(describe_terminate({TermLayer::kRdmap, kTermEtypeRemoteProtection,
+                                  kTermEcodeBaseBounds}),
+              "RDMAP remote protection error: base or bounds violation");
+    EXPECT_EQ(describe_terminate({TermLayer::kRdmap, kTermEtypeRemoteOperation,
+                                  kTermEcodeInvalidOpcode}),
+              "RDMAP remote operation error: unexpected opcode");
+    EXPECT_EQ(describe_terminate({TermLayer::kDdp, 2, kTermEcodeDdpUntaggedVersion}),
+              "DDP untagged buffer error: invalid DDP version");
+    EXPECT_EQ(describe_terminate({TermLayer::kMpa, 0, kTermEcodeMpaCrc}),
+              "MPA framing error: CRC error");
+    EXPECT_EQ(describe_terminate({TermLayer::kRdmap, kTermEtypeRemoteOperation,
+                                  kTermEcodeUnspecified}),
+              "RDMAP remote operation error: unspecified");
+    EXPECT_EQ(describe_terminate({TermLayer::kRdmap, 1, 0x42}),
+              "RDMAP remote protection error: code 0x42");
+    EXPECT_STREQ(nak_name(NakCode::kRemoteAccess), "remote access error");
+    EXPECT_STREQ(nak_name(NakCode::kInvalidRequest), "invalid request");
+}
