@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include "verbs/flow.h"
 
+#include <mutex>
+
 #include <arpa/inet.h>
 
 #include <cerrno>
@@ -8,6 +10,7 @@
 #include <memory>
 
 #include "common/log.h"
+#include "verbs/counters.h"
 #include "verbs/qp.h"
 #include "verbs/qp_state_table.h"
 
@@ -93,11 +96,24 @@ int add_spec(const ibv_flow_spec &s, Flow &f) {
             if (int e = sized(sizeof s.drop)) return e;
             f.drop = true;
             return 0;
+        case IBV_FLOW_SPEC_ACTION_COUNT: {
+            if (int e = sized(sizeof s.flow_count)) return e;
+            if (!s.flow_count.counters || f.counters)
+                return refuse(EINVAL, kVerb, "a count action needs one counters object");
+            Counters *c = Counters::from(s.flow_count.counters);
+            std::lock_guard lk(c->mu);
+            if (c->points.empty())
+                return refuse(EINVAL, kVerb,
+                              "the counters object has nothing attached "
+                              "(ibv_attach_counters_point_flow with flow NULL first)");
+            f.counters = c;
+            return 0;
+        }
         default:
             return refuse(EOPNOTSUPP, kVerb,
                           "spec type 0x%x: softrdma steers on Ethernet, IPv4, IPv6, TCP and UDP "
-                          "headers, and drops (no tunnels, inner headers, ESP, MPLS, tags or "
-                          "counters)",
+                          "headers, drops and counts (no tunnels, inner headers, ESP, MPLS or "
+                          "tags)",
                           type);
     }
 }
@@ -152,6 +168,7 @@ ibv_flow *create_flow(ibv_qp *q, ibv_flow_attr *a) {
         p += s.hdr.size;
     }
     if (int e = flow->qp->raw_add_flow(flow.get())) return fail<ibv_flow>(e);
+    if (flow->counters) flow->counters->bound.fetch_add(1);  // counting from now on
     return flow.release();
 }
 
@@ -159,6 +176,7 @@ int destroy_flow(ibv_flow *f) {
     if (!f) return EINVAL;
     std::unique_ptr<Flow> flow(Flow::from(f));
     flow->qp->raw_remove_flow(flow.get());
+    if (flow->counters) flow->counters->bound.fetch_sub(1);
     return 0;
 }
 

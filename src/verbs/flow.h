@@ -11,12 +11,14 @@
 namespace softrdma::verbs {
 
 class Qp;
+struct Counters;
 
 struct Flow : ibv_flow {
     Qp *qp = nullptr;
     ibv_flow_attr_type kind = IBV_FLOW_ATTR_NORMAL;
     uint16_t priority = 0;
-    bool drop = false;  // IBV_FLOW_SPEC_ACTION_DROP: matching frames go nowhere
+    bool drop = false;             // IBV_FLOW_SPEC_ACTION_DROP: matching frames go nowhere
+    Counters *counters = nullptr;  // IBV_FLOW_SPEC_ACTION_COUNT: where matches are counted
     wire::FrameMatch match;
 
     static Flow *from(ibv_flow *f) { return static_cast<Flow *>(f); }

@@ -16,6 +16,7 @@
 #include "verbs/context.h"
 #include "verbs/cq.h"
 #include "verbs/device.h"
+#include "verbs/counters.h"
 #include "verbs/flow.h"
 #include "verbs/pd.h"
 #include "verbs/qp.h"
@@ -213,6 +214,7 @@ void Qp::raw_progress(Lock &) {
                 break;
             }
         if (!rule) continue;  // not this QP's: the kernel has it too
+        if (rule->counters) rule->counters->count(frame.size());
         if (rule->drop) {
             stats_->add(stats::kRawDropRule);
             continue;

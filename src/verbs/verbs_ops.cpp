@@ -19,6 +19,7 @@
 #include "verbs/context.h"
 #include "verbs/cq.h"
 #include "verbs/dm.h"
+#include "verbs/counters.h"
 #include "verbs/flow.h"
 #include "verbs/mr.h"
 #include "verbs/mw.h"
@@ -101,6 +102,10 @@ void install_context_ops(Context &c) {
     c.open_qp = open_qp;
     c.query_rt_values = query_rt_values;
     c.ibv_create_flow = create_flow;
+    c.create_counters = create_counters;
+    c.destroy_counters = destroy_counters;
+    c.attach_counters_point_flow = attach_counters_point_flow;
+    c.read_counters = read_counters;
     c.ibv_destroy_flow = destroy_flow;
     c.create_wq = create_wq;
     c.modify_wq = modify_wq;

@@ -187,9 +187,10 @@ bool can_raw() {
 
 // Raw packet QPs need CAP_NET_RAW, as on the kernel's devices: without it these tests cannot
 // run. (Run as root, ErrorsAsTheKernelGivesThem also checks the EPERM a plain user gets.)
-#define SKIP_WITHOUT_CAP_NET_RAW()                                                            \
-    if (!can_raw()) GTEST_SKIP() << "no CAP_NET_RAW here: raw packet QPs need it, as in the " \
-                                    "kernel"
+#define SKIP_WITHOUT_CAP_NET_RAW()                                            \
+    if (!can_raw())                                                           \
+    GTEST_SKIP() << "no CAP_NET_RAW here: raw packet QPs need it, as in the " \
+                    "kernel"
 
 }  // namespace
 
@@ -401,4 +402,132 @@ TEST(RawPacket, ErrorsAsTheKernelGivesThem) {
         return 0;
     };
     EXPECT_PAIR_OK(run_pair(checks, idle_peer));
+}
+
+namespace {
+
+// A flow rule as bytes: the attribute, then each spec end to end (a count spec holds a
+// pointer, so a C struct would pad before it; the verb reads specs by their sizes).
+struct RuleBytes {
+    std::vector<uint8_t> b;
+    RuleBytes(uint8_t nspecs) {
+        ibv_flow_attr a{};
+        a.type = IBV_FLOW_ATTR_NORMAL;
+        a.num_of_specs = nspecs;
+        a.port = 1;
+        add(a);
+    }
+    template <typename T>
+    void add(const T &spec) {
+        const auto *p = reinterpret_cast<const uint8_t *>(&spec);
+        b.insert(b.end(), p, p + sizeof spec);
+    }
+    ibv_flow *create(ibv_qp *q) {
+        auto *a = reinterpret_cast<ibv_flow_attr *>(b.data());
+        a->size = uint16_t(b.size());
+        return ibv_create_flow(q, a);
+    }
+};
+
+RuleBytes udp_rule(const Mac &dst, uint16_t port, ibv_counters *count, bool drop) {
+    RuleBytes r(uint8_t(3 + (count ? 1 : 0) + (drop ? 1 : 0)));
+    ibv_flow_spec_eth eth{};
+    eth.type = IBV_FLOW_SPEC_ETH;
+    eth.size = sizeof eth;
+    std::memcpy(eth.val.dst_mac, dst.b, 6);
+    std::memset(eth.mask.dst_mac, 0xff, 6);
+    r.add(eth);
+    ibv_flow_spec_ipv4 ip{};
+    ip.type = IBV_FLOW_SPEC_IPV4;
+    ip.size = sizeof ip;
+    r.add(ip);
+    ibv_flow_spec_tcp_udp udp{};
+    udp.type = IBV_FLOW_SPEC_UDP;
+    udp.size = sizeof udp;
+    udp.val.dst_port = htons(port);
+    udp.mask.dst_port = 0xffff;
+    r.add(udp);
+    if (drop) {
+        ibv_flow_spec_action_drop d{};
+        d.type = IBV_FLOW_SPEC_ACTION_DROP;
+        d.size = sizeof d;
+        r.add(d);
+    }
+    if (count) {
+        ibv_flow_spec_counter_action c{};
+        c.type = IBV_FLOW_SPEC_ACTION_COUNT;
+        c.size = sizeof c;
+        c.counters = count;
+        r.add(c);
+    }
+    return r;
+}
+
+}  // namespace
+
+// Counters objects, as mlx5 has them: packets and bytes of the frames two rules match (one
+// delivering, one dropping) add up in one object; a frame no rule names is not counted; and
+// the errors for attaching late, destroying while counting and counting with nothing attached.
+TEST(RawPacket, FlowCountersCountMatchedFrames) {
+    SKIP_WITHOUT_CAP_NET_RAW();
+    const Mac mine = test_mac(getpid(), 5);
+    auto receiver = [&](Oob &oob) {
+        RawEnd e;
+        ibv_counters_init_attr ia{};
+        ibv_counters *c = ibv_create_counters(e.ctx, &ia);
+        PCHECK(c);
+        ibv_counter_attach_attr at{};
+        // Nothing attached yet: a count action has nothing to count into.
+        ibv_counters *empty = ibv_create_counters(e.ctx, &ia);
+        PCHECK(!udp_rule(mine, kPort, empty, false).create(e.qp) && errno == EINVAL);
+        PCHECK_EQ(ibv_destroy_counters(empty), 0);
+        at.counter_desc = IBV_COUNTER_PACKETS;
+        at.index = 0;
+        PCHECK_EQ(ibv_attach_counters_point_flow(c, &at, nullptr), 0);
+        PCHECK_EQ(ibv_attach_counters_point_flow(c, &at, nullptr), EINVAL);  // index taken
+        at.counter_desc = IBV_COUNTER_BYTES;
+        at.index = 2;
+        PCHECK_EQ(ibv_attach_counters_point_flow(c, &at, nullptr), 0);
+        ibv_flow *take = udp_rule(mine, kPort, c, false).create(e.qp);
+        ibv_flow *drop = udp_rule(mine, kPort + 1, c, true).create(e.qp);
+        PCHECK(take && drop);
+        e.flows = {take, drop};
+        at.index = 3;
+        PCHECK_EQ(ibv_attach_counters_point_flow(c, &at, nullptr), EBUSY);  // bound now
+        PCHECK_EQ(ibv_attach_counters_point_flow(c, &at, take), EOPNOTSUPP);
+        PCHECK_EQ(ibv_destroy_counters(c), EBUSY);
+        uint64_t v[4] = {9, 9, 9, 9};
+        PCHECK_EQ(ibv_read_counters(c, v, 4, 0x80), EINVAL);
+        for (uint64_t i = 0; i < 8; ++i) e.post_recv(nullptr, i);
+        oob.barrier();
+        for (int i = 0; i < 3; ++i) PCHECK_EQ(RawEnd::wait(e.cq).status, IBV_WC_SUCCESS);
+        // The dropped frames are counted as they pass; wait for the last of them (bounded).
+        const uint64_t end = now_ms() + 5000;
+        do {
+            ibv_wc wc;
+            PCHECK_EQ(ibv_poll_cq(e.cq, 1, &wc), 0);  // drives the QP; nothing else arrives
+            PCHECK_EQ(ibv_read_counters(c, v, 4, IBV_READ_COUNTERS_ATTR_PREFER_CACHED), 0);
+        } while (v[0] < 5 && now_ms() < end);
+        oob.barrier();  // the sender is done, and the unnamed frame was sent before
+        PCHECK_EQ(ibv_read_counters(c, v, 4, 0), 0);
+        PCHECK_EQ(v[0], 5u);              // 3 taken + 2 dropped; the third port: not counted
+        PCHECK_EQ(v[1], 0u);              // nothing attached at index 1
+        PCHECK_EQ(v[2], 5u * kFrameLen);  // bytes of the same frames
+        PCHECK_EQ(v[3], 0u);
+        for (ibv_flow *f : e.flows) PCHECK_EQ(ibv_destroy_flow(f), 0);
+        e.flows.clear();
+        PCHECK_EQ(ibv_destroy_counters(c), 0);
+        return 0;
+    };
+    auto sender = [&](Oob &oob) {
+        RawEnd e;
+        const uint16_t ports[] = {
+            kPort, uint16_t(kPort + 2), kPort, uint16_t(kPort + 1), uint16_t(kPort + 1), kPort};
+        for (size_t i = 0; i < 6; ++i) build_frame(e.buf + i * 1024, mine, 0x0a000001, ports[i], 7);
+        oob.barrier();
+        for (uint64_t i = 0; i < 6; ++i) e.send(i * 1024, kFrameLen, 0, i);
+        oob.barrier();
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(receiver, sender));
 }
