@@ -68,8 +68,15 @@ cmd=$(sed -n 's/^CMD \["\(.*\)"\]$/\1/p' "$src/Dockerfile")
 [ -n "$entry" ] && [ -n "$cmd" ] || fail "Dockerfile has no ENTRYPOINT/CMD"
 grep -qx "$entry" <<<"$files" && grep -qx "$cmd" <<<"$files" || fail "the image's $entry / $cmd are not in the package"
 grep -q '^ && apt-get install .*/tmp/softrdma_\*\.deb' "$src/Dockerfile" || fail "the image does not install the package"
+had_dev=0
+[ -e /dev/infiniband ] && had_dev=1
 if [ "$installed" = 1 ]; then
     out=$(PATH=/usr/bin:$PATH timeout 120 "$entry" "$cmd" 2>&1) || { echo "$out"; fail "entrypoint + demo"; }
+    # Here the entrypoint can make a namespace: it must not have touched this host's /dev.
+    if [ "$had_dev" = 0 ] && [ -e /dev/infiniband ]; then
+        rm -rf /dev/infiniband
+        fail "the entrypoint created /dev/infiniband on the host"
+    fi
 else
     out=$(PATH=$prefix/bin:$PATH SOFTRDMA_LIBDIR=$prefix/lib/softrdma timeout 120 \
         "$prefix/bin/softrdma" run -- "$work/root$cmd" 2>&1) || { echo "$out"; fail "demo"; }
