@@ -162,8 +162,8 @@ void CmId::publish_stats() {
     std::memset(w, 0, sizeof w);
     std::memcpy(w, &route.addr.dst_addr, sizeof(sockaddr_in6));
     for (int i = 0; i < 4; ++i) stats->dst[i].store(w[i], r);
-    ibv_qp *q = qp;
-    stats->qpn.store(q ? q->qp_num : 0, r);
+    // The QPN is recorded by rdma_create_qp/rdma_destroy_qp: `qp` itself may dangle here (an
+    // application may ibv_destroy_qp it before rdma_destroy_id).
     stats->live.store(1, std::memory_order_release);
 }
 

@@ -125,6 +125,7 @@ int create_qp_ex(rdma_cm_id *raw, ibv_qp_init_attr_ex *attr) {
     attr->recv_cq = a.recv_cq;
     id.qp = qp;
     id.pd = a.pd;
+    id.stats->qpn.store(qp->qp_num, std::memory_order_relaxed);
     return 0;
 }
 
@@ -149,6 +150,7 @@ void destroy_qp(rdma_cm_id *raw) {
     std::lock_guard lk(id.mu);
     CM_LOG("destroy_qp %p", static_cast<void *>(raw));
     if (id.qp) verbs::destroy_qp(id.qp);
+    id.stats->qpn.store(0, std::memory_order_relaxed);
     id.qp = nullptr;
     free_cqs(id);
 }
