@@ -2,6 +2,7 @@
 #include "wire/rdmap.h"
 
 #include <cstdio>
+#include <iterator>
 
 #include "wire/byte_order.h"
 
@@ -160,62 +161,62 @@ const char *nak_name(NakCode c) {
     return "unknown NAK";
 }
 
-// RFC 5040 §7 (RDMAP) and RFC 5041 §7 (DDP) name the error types and codes.
+namespace {
+
+// An error type's name and its codes' names by value (nullptr: no name).
+struct ErrorType {
+    const char *name;
+    const char *codes[10];
+};
+// RFC 5040 §7 (RDMAP) and RFC 5041 §7 (DDP), indexed by error type; MPA has one kind.
+constexpr ErrorType kRdmapErrors[] = {
+    {"local catastrophic error", {}},
+    {"remote protection error",
+     {"invalid STag", "base or bounds violation", "access rights violation",
+      "STag not associated with this stream", "tagged offset wrap", nullptr, nullptr, nullptr,
+      nullptr, "STag cannot be invalidated"}},
+    {"remote operation error",
+     {nullptr, nullptr, nullptr, nullptr, nullptr, "invalid RDMAP version", "unexpected opcode",
+      "catastrophic error, localized to the stream", "catastrophic error, global",
+      "STag cannot be invalidated"}},
+};
+constexpr ErrorType kDdpErrors[] = {
+    {"local catastrophic error", {}},
+    {"tagged buffer error",
+     {"invalid STag", "base or bounds violation", "STag not associated with this stream",
+      "tagged offset wrap", "invalid DDP version"}},
+    {"untagged buffer error",
+     {nullptr, "invalid queue number", "no buffer for this message",
+      "message sequence number out of range", "invalid message offset", "message too long",
+      "invalid DDP version"}},
+};
+constexpr ErrorType kMpaError = {"framing error", {nullptr, nullptr, "CRC error"}};
+constexpr ErrorType kUnknownType = {"unknown error type", {}};
+
+template <size_t N>
+const ErrorType &error_type(const ErrorType (&types)[N], unsigned etype) {
+    return etype < N ? types[etype] : kUnknownType;
+}
+
+}  // namespace
+
 std::string describe_terminate(const TerminatePayload &t) {
-    const char *layer = "?", *type = "?", *code = nullptr;
-    const unsigned e = t.etype, c = t.ecode;
+    const char *layer = "?";
+    const ErrorType *type = nullptr;
     if (t.layer == TermLayer::kRdmap) {
         layer = "RDMAP";
-        type = e == 0   ? "local catastrophic error"
-               : e == 1 ? "remote protection error"
-               : e == 2 ? "remote operation error"
-                        : "unknown error type";
-        if (e == 1) {
-            code = c == 0   ? "invalid STag"
-                   : c == 1 ? "base or bounds violation"
-                   : c == 2 ? "access rights violation"
-                   : c == 3 ? "STag not associated with this stream"
-                   : c == 4 ? "tagged offset wrap"
-                   : c == 9 ? "STag cannot be invalidated"
-                            : nullptr;
-        } else if (e == 2) {
-            code = c == 5   ? "invalid RDMAP version"
-                   : c == 6 ? "unexpected opcode"
-                   : c == 7 ? "catastrophic error, localized to the stream"
-                   : c == 8 ? "catastrophic error, global"
-                   : c == 9 ? "STag cannot be invalidated"
-                            : nullptr;
-        }
+        type = &error_type(kRdmapErrors, t.etype);
     } else if (t.layer == TermLayer::kDdp) {
         layer = "DDP";
-        type = e == 0   ? "local catastrophic error"
-               : e == 1 ? "tagged buffer error"
-               : e == 2 ? "untagged buffer error"
-                        : "unknown error type";
-        if (e == 1) {
-            code = c == 0   ? "invalid STag"
-                   : c == 1 ? "base or bounds violation"
-                   : c == 2 ? "STag not associated with this stream"
-                   : c == 3 ? "tagged offset wrap"
-                   : c == 4 ? "invalid DDP version"
-                            : nullptr;
-        } else if (e == 2) {
-            code = c == 1   ? "invalid queue number"
-                   : c == 2 ? "no buffer for this message"
-                   : c == 3 ? "message sequence number out of range"
-                   : c == 4 ? "invalid message offset"
-                   : c == 5 ? "message too long"
-                   : c == 6 ? "invalid DDP version"
-                            : nullptr;
-        }
+        type = &error_type(kDdpErrors, t.etype);
     } else if (t.layer == TermLayer::kMpa) {
         layer = "MPA";
-        type = "framing error";
-        code = c == 2 ? "CRC error" : nullptr;
+        type = &kMpaError;
     }
-    std::string s = std::string(layer) + " " + type + ": ";
+    std::string s = std::string(layer) + " " + (type ? type->name : "?") + ": ";
+    const unsigned c = t.ecode;
     if (c == kTermEcodeUnspecified) return s + "unspecified";
-    if (code) return s + code;
+    if (type && c < std::size(type->codes) && type->codes[c]) return s + type->codes[c];
     char buf[16];
     std::snprintf(buf, sizeof buf, "code 0x%02x", c);
     return s + buf;
