@@ -67,22 +67,32 @@ void SharedObjects::add_pd(ibv_pd *pd) {
     pds_[pd->handle] = {pd, slot};
 }
 
-void SharedObjects::remove_pd(const ibv_pd *pd) {
+// Drops `object` from `table` (if that handle is still it) and withdraws its publication.
+void SharedObjects::withdraw(std::map<uint32_t, Published> &table, uint32_t handle,
+                             const void *object) {
     int slot = -1;
     {
         std::lock_guard lk(mu_);
-        auto it = pds_.find(pd->handle);
-        if (it == pds_.end() || it->second.object != pd) return;
+        auto it = table.find(handle);
+        if (it == table.end() || it->second.object != object) return;
         slot = it->second.slot;
-        pds_.erase(it);
+        table.erase(it);
     }
     if (table_) table_->retire(slot);
 }
 
-ibv_pd *SharedObjects::find_pd(uint32_t handle) {
+void *SharedObjects::lookup(std::map<uint32_t, Published> &table, uint32_t handle) {
     std::lock_guard lk(mu_);
-    auto it = pds_.find(handle);
-    return it == pds_.end() ? nullptr : static_cast<ibv_pd *>(it->second.object);
+    auto it = table.find(handle);
+    return it == table.end() ? nullptr : it->second.object;
+}
+
+void SharedObjects::remove_pd(const ibv_pd *pd) {
+    withdraw(pds_, pd->handle, pd);
+}
+
+ibv_pd *SharedObjects::find_pd(uint32_t handle) {
+    return static_cast<ibv_pd *>(lookup(pds_, handle));
 }
 
 int SharedObjects::publish(const ibv_mr *m) {
@@ -111,15 +121,7 @@ void SharedObjects::add_mr(ibv_mr *mr) {
 }
 
 void SharedObjects::remove_mr(const ibv_mr *mr) {
-    int slot = -1;
-    {
-        std::lock_guard lk(mu_);
-        auto it = mrs_.find(mr->handle);
-        if (it == mrs_.end() || it->second.object != mr) return;
-        slot = it->second.slot;
-        mrs_.erase(it);
-    }
-    if (table_) table_->retire(slot);
+    withdraw(mrs_, mr->handle, mr);
 }
 
 void SharedObjects::republish_mr(ibv_mr *mr) {
@@ -140,9 +142,7 @@ void SharedObjects::republish_mr(ibv_mr *mr) {
 }
 
 ibv_mr *SharedObjects::find_mr(uint32_t handle) {
-    std::lock_guard lk(mu_);
-    auto it = mrs_.find(handle);
-    return it == mrs_.end() ? nullptr : static_cast<ibv_mr *>(it->second.object);
+    return static_cast<ibv_mr *>(lookup(mrs_, handle));
 }
 
 void SharedObjects::add_dm(ibv_dm *dm) {

@@ -63,6 +63,8 @@ class SharedObjects {
     };
     uint32_t next_handle();
     int publish(const ibv_mr *mr);
+    void withdraw(std::map<uint32_t, Published> &table, uint32_t handle, const void *object);
+    void *lookup(std::map<uint32_t, Published> &table, uint32_t handle);
     std::unique_ptr<ExportTable> table_;
     std::mutex mu_;
     std::map<uint32_t, Published> pds_;
