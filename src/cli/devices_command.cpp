@@ -12,13 +12,14 @@
 #include "verbs/device.h"
 
 namespace softrdma::cli {
-namespace {
 
 std::string gid_text(const uint8_t raw[16]) {
     char buf[INET6_ADDRSTRLEN];
     if (!inet_ntop(AF_INET6, raw, buf, sizeof buf)) return "?";
     return buf;
 }
+
+namespace {
 
 std::string guid_text(uint64_t g) {
     char buf[24];

@@ -19,11 +19,13 @@
 namespace softrdma::cli {
 namespace {
 
-std::string gid_text(const stats::QpSlot &q) {
-    uint64_t w[2] = {q.peer_gid[0].load(), q.peer_gid[1].load()};
+// The peer's GID, "-" while the QP has none.
+std::string peer_gid_text(const stats::QpSlot &q) {
+    const uint64_t w[2] = {q.peer_gid[0].load(), q.peer_gid[1].load()};
     if (!w[0] && !w[1]) return "-";
-    char buf[INET6_ADDRSTRLEN];
-    return inet_ntop(AF_INET6, w, buf, sizeof buf) ? buf : "?";
+    uint8_t raw[16];
+    std::memcpy(raw, w, sizeof raw);
+    return gid_text(raw);
 }
 
 std::string addr_text(const std::atomic<uint64_t> (&a)[4]) {
@@ -94,7 +96,7 @@ void text(const StatsView &v) {
         const uint32_t peer_qpn = q.peer_qpn.load();
         std::printf("  qp %u %s %s peer %s qpn %s sq %u rq %u sge %u inline %u path %s\n",
                     q.qpn.load(), qp_type_name(q.type.load()), qp_state_name(q.state.load()),
-                    gid_text(q).c_str(), peer_qpn ? std::to_string(peer_qpn).c_str() : "-",
+                    peer_gid_text(q).c_str(), peer_qpn ? std::to_string(peer_qpn).c_str() : "-",
                     q.sq_depth.load(), q.rq_depth.load(), q.max_sge.load(), q.max_inline.load(),
                     q.shm.load() ? "shared-memory" : "socket");
     }
@@ -136,7 +138,7 @@ void json(const StatsView &v, bool first) {
             "\"peer_qpn\": %u, \"sq_depth\": %u, \"rq_depth\": %u, \"max_sge\": %u, "
             "\"max_inline\": %u, \"shared_memory\": %s}",
             sep, q.qpn.load(), qp_type_name(q.type.load()), qp_state_name(q.state.load()),
-            gid_text(q).c_str(), q.peer_qpn.load(), q.sq_depth.load(), q.rq_depth.load(),
+            peer_gid_text(q).c_str(), q.peer_qpn.load(), q.sq_depth.load(), q.rq_depth.load(),
             q.max_sge.load(), q.max_inline.load(), q.shm.load() ? "true" : "false");
         sep = ", ";
     }

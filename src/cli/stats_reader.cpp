@@ -13,6 +13,8 @@
 #include <cstring>
 #include <string>
 
+#include "verbs/qp_state_table.h"
+
 namespace softrdma::cli {
 
 StatsView::~StatsView() {
@@ -87,28 +89,13 @@ std::vector<std::unique_ptr<StatsView>> find_stats(pid_t only) {
 
 namespace softrdma::cli {
 
+// The library's own names, for the numbers a page holds.
 const char *qp_type_name(unsigned type) {
-    switch (type) {
-        case 2:
-            return "RC";
-        case 3:
-            return "UC";
-        case 4:
-            return "UD";
-        case 8:
-            return "RAW_PACKET";
-        case 9:
-            return "XRC_SEND";
-        case 10:
-            return "XRC_RECV";
-        default:
-            return "?";
-    }
+    return verbs::qp_type_name(ibv_qp_type(type));
 }
 
 const char *qp_state_name(unsigned state) {
-    static const char *const names[] = {"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"};
-    return state < 7 ? names[state] : "?";
+    return verbs::qp_state_name(ibv_qp_state(state));
 }
 
 std::string json_string(const char *s) {

@@ -8,15 +8,10 @@
 #include "cm/cm_id.h"
 #include "verbs/cm_token.h"
 #include "verbs/qp.h"
+#include "verbs/qp_state_table.h"
 #include "verbs/verbs_ops.h"
 
 namespace softrdma::cm {
-namespace {
-const char *qp_state_word(ibv_qp_state s) {
-    static const char *const names[] = {"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"};
-    return names[s];
-}
-}  // namespace
 
 std::function<void()> disconnect_hook(CmId &id);
 
@@ -201,8 +196,9 @@ int init_qp_attr(rdma_cm_id *raw, ibv_qp_attr *attr, int *mask) {
     if (!raw || !attr || !mask) return fail(EINVAL);
     CmId &id = *CmId::from(raw);
     std::lock_guard lk(id.mu);
-    CM_LOG("init_qp_attr %p for %s", static_cast<void *>(raw),
-           attr->qp_state <= IBV_QPS_ERR ? qp_state_word(attr->qp_state) : "an unknown state");
+    CM_LOG(
+        "init_qp_attr %p for %s", static_cast<void *>(raw),
+        attr->qp_state <= IBV_QPS_ERR ? verbs::qp_state_name(attr->qp_state) : "an unknown state");
     switch (attr->qp_state) {
         case IBV_QPS_INIT:
             attr->pkey_index = 0;
