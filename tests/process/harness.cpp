@@ -56,36 +56,41 @@ void Oob::barrier() {
     PCHECK(get<char>() == 'b');
 }
 
-void Oob::send_fd(int fd) {
-    char byte = 'f';
+namespace {
+// One marker byte and room for one fd in its control data: what send_fd sends and recv_fd
+// takes.
+struct FdMessage {
+    char byte;
     iovec iov{&byte, 1};
     alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
     msghdr m{};
-    m.msg_iov = &iov;
-    m.msg_iovlen = 1;
-    m.msg_control = ctl;
-    m.msg_controllen = sizeof ctl;
-    cmsghdr *c = CMSG_FIRSTHDR(&m);
+    explicit FdMessage(char b) : byte(b) {
+        m.msg_iov = &iov;
+        m.msg_iovlen = 1;
+        m.msg_control = ctl;
+        m.msg_controllen = sizeof ctl;
+    }
+    FdMessage(const FdMessage &) = delete;
+    FdMessage &operator=(const FdMessage &) = delete;
+};
+}  // namespace
+
+void Oob::send_fd(int fd) {
+    FdMessage f('f');
+    cmsghdr *c = CMSG_FIRSTHDR(&f.m);
     c->cmsg_level = SOL_SOCKET;
     c->cmsg_type = SCM_RIGHTS;
     c->cmsg_len = CMSG_LEN(sizeof(int));
     std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
-    PCHECK(::sendmsg(fd_, &m, 0) == 1);
+    PCHECK(::sendmsg(fd_, &f.m, 0) == 1);
 }
 
 int Oob::recv_fd() {
-    char byte = 0;
-    iovec iov{&byte, 1};
-    alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
-    msghdr m{};
-    m.msg_iov = &iov;
-    m.msg_iovlen = 1;
-    m.msg_control = ctl;
-    m.msg_controllen = sizeof ctl;
+    FdMessage f(0);
     pollfd pfd{fd_, POLLIN, 0};
     PCHECK(::poll(&pfd, 1, 60000) == 1);
-    PCHECK(::recvmsg(fd_, &m, MSG_CMSG_CLOEXEC) == 1 && byte == 'f');
-    cmsghdr *c = CMSG_FIRSTHDR(&m);
+    PCHECK(::recvmsg(fd_, &f.m, MSG_CMSG_CLOEXEC) == 1 && f.byte == 'f');
+    cmsghdr *c = CMSG_FIRSTHDR(&f.m);
     PCHECK(c && c->cmsg_type == SCM_RIGHTS);
     int fd = -1;
     std::memcpy(&fd, CMSG_DATA(c), sizeof fd);

@@ -13,6 +13,29 @@
 
 using namespace sr_test;
 
+namespace {
+
+// An RC QP with its own CQ on `pd` (an imported one), moved to INIT with `access`.
+ibv_qp *rc_qp_on(ibv_context *ctx, ibv_pd *pd, uint32_t depth, unsigned access, ibv_cq *&cq) {
+    cq = ibv_create_cq(ctx, int(depth) * 2, nullptr, nullptr, 0);
+    ibv_qp_init_attr qa{};
+    qa.send_cq = qa.recv_cq = cq;
+    qa.qp_type = IBV_QPT_RC;
+    qa.cap.max_send_wr = qa.cap.max_recv_wr = depth;
+    qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
+    ibv_qp *qp = ibv_create_qp(pd, &qa);
+    PCHECK(cq && qp);
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_INIT;
+    a.port_num = 1;
+    a.qp_access_flags = access;
+    PCHECK(ibv_modify_qp(
+               qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) == 0);
+    return qp;
+}
+
+}  // namespace
+
 TEST(SharedObjects, ImportedPdAndMrCarryTraffic) {
     auto importer = [](Oob &oob) {
         Endpoint ep;  // the exporter: context, PD, MR (and a QP left unused)
@@ -27,23 +50,10 @@ TEST(SharedObjects, ImportedPdAndMrCarryTraffic) {
         PCHECK(pd);
         ibv_mr *mr = ibv_import_mr(pd, ep.mr->handle);
         PCHECK(mr && mr->lkey == ep.mr->lkey && mr->addr == ep.mr->addr);
-        ibv_cq *cq = ibv_create_cq(ctx, 16, nullptr, nullptr, 0);
-        ibv_qp_init_attr qa{};
-        qa.send_cq = qa.recv_cq = cq;
-        qa.qp_type = IBV_QPT_RC;
-        qa.cap.max_send_wr = qa.cap.max_recv_wr = 4;
-        qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
-        ibv_qp *qp = ibv_create_qp(pd, &qa);
-        PCHECK(cq && qp);
+        ibv_cq *cq = nullptr;
+        ibv_qp *qp = rc_qp_on(ctx, pd, 4, IBV_ACCESS_REMOTE_WRITE, cq);
         // Swap the endpoint's QP for the one on imported objects; it connects it.
         std::swap(ep.qp, qp);
-        ibv_qp_attr a{};
-        a.qp_state = IBV_QPS_INIT;
-        a.port_num = 1;
-        a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
-        PCHECK(ibv_modify_qp(
-                   ep.qp, &a,
-                   IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) == 0);
         ep.exchange_and_connect(oob);
         oob.barrier();  // the peer wrote into the region through the imported QP
         for (int i = 0; i < 4096; ++i) PCHECK_EQ(ep.buf[i], uint8_t(i * 5 + 1));
@@ -189,21 +199,8 @@ TEST(SharedObjects, ContextHandedToAnotherProcess) {
                   IBV_REREG_MR_ERR_INPUT);
 
         Endpoint ep;  // QP, CQ and region swapped for ones on the imported objects
-        ibv_cq *cq = ibv_create_cq(ctx, 256, nullptr, nullptr, 0);
-        ibv_qp_init_attr qa{};
-        qa.send_cq = qa.recv_cq = cq;
-        qa.qp_type = IBV_QPT_RC;
-        qa.cap.max_send_wr = qa.cap.max_recv_wr = 16;
-        qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
-        ibv_qp *qp = ibv_create_qp(pd, &qa);
-        PCHECK(cq && qp);
-        ibv_qp_attr a{};
-        a.qp_state = IBV_QPS_INIT;
-        a.port_num = 1;
-        a.qp_access_flags = unsigned(ep.opt.qp_access);
-        PCHECK(ibv_modify_qp(
-                   qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) ==
-               0);
+        ibv_cq *cq = nullptr;
+        ibv_qp *qp = rc_qp_on(ctx, pd, 16, unsigned(ep.opt.qp_access), cq);
         std::swap(ep.qp, qp);
         std::swap(ep.cq, cq);
         std::swap(ep.mr, mr);
