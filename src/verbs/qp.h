@@ -254,6 +254,7 @@ class Qp : public ibv_qp_ex,
     bool emit_responses(transport::TxBatch &b);
     bool emit_requests(transport::TxBatch &b);
     bool emit_wqe(transport::TxBatch &b, SendWqe &w, uint32_t idx);
+    bool local_protection_error(SendWqe &w);
     void run_local_op(SendWqe &w);
     void queue_control(wire::ControlType t, uint32_t seq, uint32_t arg);
     void queue_terminate(uint8_t etype, uint8_t ecode);

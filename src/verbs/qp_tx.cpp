@@ -177,6 +177,16 @@ bool Qp::sge_iov(const Sge *sges, uint32_t n, uint64_t off, uint64_t len, iovec 
     return len == 0;
 }
 
+// The WQE completes with a local protection error, and that moves the QP to ERR. Always true
+// (the WQE was dealt with).
+bool Qp::local_protection_error(SendWqe &w) {
+    w.done = true;
+    w.status = IBV_WC_LOC_PROT_ERR;
+    w.queued = true;
+    fatal_pending_ = true;
+    return true;
+}
+
 bool Qp::emit_wqe(transport::TxBatch &b, SendWqe &w, uint32_t slot) {
     const Sge *sg = &sq_sges_[size_t(slot) * max_send_sge_];
     if (tx_off_ == 0 && !tx_imm_stage_) {
@@ -194,11 +204,7 @@ bool Qp::emit_wqe(transport::TxBatch &b, SendWqe &w, uint32_t slot) {
                 MemView v;
                 if (sg[i].length && mr_check(sg[i].lkey, pd_, sg[i].addr, sg[i].length, access,
                                              v) != KeyCheck::kOk) {
-                    w.done = true;
-                    w.status = IBV_WC_LOC_PROT_ERR;
-                    w.queued = true;
-                    fatal_pending_ = true;  // a local protection error moves the QP to ERR
-                    return true;
+                    return local_protection_error(w);
                 }
             }
         }
@@ -258,11 +264,7 @@ bool Qp::emit_wqe(transport::TxBatch &b, SendWqe &w, uint32_t slot) {
                         iov[0] = {&sq_inline_[size_t(slot) * max_inline_ + tx_off_], len};
                         cnt = 1;
                     } else if (!sge_iov(sg, w.num_sge, tx_off_, len, iov, cnt, kMaxSge + 1, 0)) {
-                        w.done = true;
-                        w.status = IBV_WC_LOC_PROT_ERR;
-                        w.queued = true;
-                        fatal_pending_ = true;
-                        return true;
+                        return local_protection_error(w);
                     }
                 }
                 const size_t staged = foreign_.tx_used;
@@ -270,11 +272,7 @@ bool Qp::emit_wqe(transport::TxBatch &b, SendWqe &w, uint32_t slot) {
                     const int r = localize_tx(iov, cnt, foreign_.bufs->region.data());
                     if (r == 0) return false;  // the batch goes first
                     if (r < 0) {
-                        w.done = true;
-                        w.status = IBV_WC_LOC_PROT_ERR;
-                        w.queued = true;
-                        fatal_pending_ = true;
-                        return true;
+                        return local_protection_error(w);
                     }
                 }
                 if (b.full_for(size_t(cnt)) || !b.add(h, {iov, size_t(cnt)})) {
@@ -341,20 +339,12 @@ bool Qp::emit_wqe(transport::TxBatch &b, SendWqe &w, uint32_t slot) {
                 if (!w.is_inline) {  // the 8 bytes are read now, after the key check above
                     MemView v;
                     if (mr_check(sg[0].lkey, pd_, sg[0].addr, 8, 0, v) != KeyCheck::kOk) {
-                        w.done = true;
-                        w.status = IBV_WC_LOC_PROT_ERR;
-                        w.queued = true;
-                        fatal_pending_ = true;
-                        return true;
+                        return local_protection_error(w);
                     }
                     if (v.foreign) {
                         if (!foreign_read(v.foreign, uint64_t(uintptr_t(v.host)), &w.compare_add,
                                           8)) {
-                            w.done = true;
-                            w.status = IBV_WC_LOC_PROT_ERR;
-                            w.queued = true;
-                            fatal_pending_ = true;
-                            return true;
+                            return local_protection_error(w);
                         }
                     } else {
                         AppMemoryAccess app;

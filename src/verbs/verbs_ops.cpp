@@ -281,13 +281,10 @@ ibv_mr *import_mr(ibv_pd *pd, uint32_t handle) {
     return mr;
 }
 
-// A stand-in region goes; a region of this process stays with its owner.
+// A stand-in region goes (as ibv_dereg_mr takes it: not while windows are bound to it); a
+// region of this process stays with its owner.
 void unimport_mr(ibv_mr *mr) {
-    if (!mr || !Mr::from(mr)->foreign) return;
-    mr_table_remove(Mr::from(mr));
-    pd_release(mr->pd);
-    std::unique_ptr<Mr> owned(Mr::from(mr));
-    mr_unpublish(*owned);
+    if (mr && Mr::from(mr)->foreign) dereg_mr(mr);
 }
 
 ibv_mr *reg_mr(ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsigned access) {
@@ -368,12 +365,6 @@ int rereg_mr(ibv_mr *m, int flags, ibv_pd *pd, void *addr, size_t length, int ac
 
 int dereg_mr(ibv_mr *m) {
     if (!m) return EINVAL;
-    if (Mr::from(m)->foreign) {  // another process's region: only our stand-in goes
-        if (Mr::from(m)->windows)
-            return refuse(EINVAL, "ibv_dereg_mr", "memory windows are still bound to the region");
-        unimport_mr(m);
-        return 0;
-    }
     if (mr_table_remove(Mr::from(m)))
         return refuse(EINVAL, "ibv_dereg_mr", "memory windows are still bound to the region");
     std::unique_ptr<Mr> mr(Mr::from(m));
