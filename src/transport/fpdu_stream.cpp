@@ -407,7 +407,9 @@ IoStatus FpduStream::pump_rx(StreamHandler &h, int max_segments, bool &progresse
                 }
                 if (crc_) rx_crc_ = wire::crc32c(0, stage_.get() + rd_, r.header_len);
                 rd_ += r.header_len;
-                place_ = Placement{};
+                // Only the count says which pieces are valid: no 0.5 KiB clear per frame.
+                place_.kind = Placement::Kind::kScratch;
+                place_.iovcnt = 0;
                 if (!h.place(hdr_, place_)) {
                     return fault(kUnspecifiedFault);
                 }

@@ -134,6 +134,11 @@ class FpduStream {
     // it (reliable QPs): only then may pieces go by reference (transport/shm_channel.h).
     void shm_allow_refs(bool on) { shm_refs_ = on; }
     bool shm_tx() const { return tx_shm_; }
+    // Both directions on the rings, nothing half written, nothing waiting in the ring or the
+    // socket: a poll would find nothing to do (one load of the peer's head).
+    bool shm_idle() const {
+        return rx_shm_ && tx_shm_ && !sock_event_ && !tx_pending() && !shm_->rx().readable();
+    }
     // Nobody will poll: asks the peer to wake us (through TCP) when it writes. True if there
     // is something to read by now (do not sleep).
     bool shm_sleep();

@@ -24,7 +24,7 @@ namespace {
 
 constexpr uint64_t kMagic = 0x3130304d48535253ull;  // "SRSHM001", little-endian
 constexpr uint32_t kVersion = 2;                    // 2: the rings carry chunks (shm_channel.h)
-constexpr size_t kHeaderBytes = 4096;  // header page, then the two control blocks
+constexpr size_t kHeaderBytes = 4096;               // header page, then the two control blocks
 constexpr size_t kCtlBytes = 4096;
 
 // Both ends' TCP endpoints as the offerer sees them: the accepter checks they are its own

@@ -81,6 +81,7 @@ bool Cq::push(const ibv_wc &wc, bool solicited) {
         ring_[slot] = wc;
         if (stamps_) ts_[slot] = now_ns();  // a clock read per completion only when asked for
         ++count_;
+        ready_.store(true, std::memory_order_release);
         // Solicited-only arming also fires for error completions (IB spec 11.4.2.2).
         if (armed_ && (!solicited_only_ || solicited || wc.status != IBV_WC_SUCCESS)) {
             armed_ = false;
@@ -103,6 +104,7 @@ void Cq::purge(uint32_t qpn) {
         ts_[to] = ts_[from];
     }
     count_ = kept;
+    ready_.store(kept != 0, std::memory_order_relaxed);
 }
 
 int Cq::pop(int n, ibv_wc *wc) {
@@ -113,21 +115,24 @@ int Cq::pop(int n, ibv_wc *wc) {
         head_ = (head_ + 1) % ring_.size();
     }
     count_ -= size_t(k);
+    ready_.store(count_ != 0, std::memory_order_relaxed);
     return k;
 }
 
-void Cq::progress_qps() {
+void Cq::progress_qps(uint64_t now) {
     std::lock_guard lk(qps_mu_);
-    for (Qp *qp : qps_) qp->progress_from_poller();
+    for (Qp *qp : qps_) qp->progress_from_poller(now);
 }
 
 int Cq::poll(int n, ibv_wc *wc) {
     if (n < 0) return -EINVAL;
-    last_poll_.store(now_ns(), std::memory_order_relaxed);
-    int k = pop(n, wc);
-    if (k) return k;
-    progress_qps();
-    return pop(n, wc);
+    const uint64_t now = now_ns();  // the only clock read of an empty poll
+    last_poll_.store(now, std::memory_order_relaxed);
+    if (ready_.load(std::memory_order_acquire)) {
+        if (const int k = pop(n, wc)) return k;
+    }
+    progress_qps(now);
+    return ready_.load(std::memory_order_acquire) ? pop(n, wc) : 0;
 }
 
 int Cq::arm(bool solicited_only) {

@@ -59,7 +59,7 @@ class Cq : public ibv_cq_ex {
 
   private:
     int pop(int n, ibv_wc *wc);
-    void progress_qps();
+    void progress_qps(uint64_t now);
     static int start_poll_cb(ibv_cq_ex *cq, ibv_poll_cq_attr *attr);
     static int next_poll_cb(ibv_cq_ex *cq);
     static void end_poll_cb(ibv_cq_ex *cq);
@@ -71,6 +71,8 @@ class Cq : public ibv_cq_ex {
     std::pmr::vector<ibv_wc> ring_;
     std::pmr::vector<uint64_t> ts_;  // completion time per ring entry (ns, monotonic)
     size_t head_ = 0, count_ = 0;
+    // count_ != 0, readable without mu_: an empty poll takes no lock for the ring.
+    std::atomic<bool> ready_{false};
     bool armed_ = false, solicited_only_ = false;
     bool overrun_ = false;
     unsigned events_reported_ = 0, events_acked_ = 0;

@@ -662,7 +662,7 @@ int Qp::post_one_send(const ibv_send_wr &wr, Lock &) {
     if (wr.opcode == IBV_WR_SEND_WITH_IMM || wr.opcode == IBV_WR_RDMA_WRITE_WITH_IMM)
         w.imm_or_inv = wr.imm_data;
     if (wr.opcode == IBV_WR_SEND_WITH_INV) w.imm_or_inv = wr.invalidate_rkey;
-    if (sq_tx_ == sq_count_ && !rnr_wait_) last_progress_ns_ = now_ns();
+    if (sq_tx_ == sq_count_ && !rnr_wait_) last_progress_ns_ = pass_ns_;  // read by the caller
     ++sq_count_;
     return 0;
 }
@@ -685,13 +685,14 @@ int Qp::post_send(ibv_send_wr *wr, ibv_send_wr **bad) {
         }
         return 0;
     }
+    pass_ns_ = now_ns();  // one clock read per post: the requests' and the pass's
     for (; wr; wr = wr->next) {
         if (int e = post_one_send(*wr, lk)) {
             if (bad) *bad = wr;
             if (st == IBV_QPS_ERR)
                 flush_all(lk);
             else
-                progress(lk);
+                progress(lk, true, pass_ns_);
             return e;
         }
     }
@@ -700,7 +701,7 @@ int Qp::post_send(ibv_send_wr *wr, ibv_send_wr **bad) {
     if (st == IBV_QPS_ERR)
         flush_all(lk);
     else if (!defer_send(lk))
-        progress(lk, false);
+        progress(lk, false, pass_ns_);
     return 0;
 }
 
@@ -719,8 +720,8 @@ bool Qp::defer_send(Lock &) {
     uint64_t bytes = 0;
     for (uint32_t i = sq_tx_; i < sq_count_; ++i) bytes += sq_[sq_slot(*this, i)].total_len;
     if (bytes > kBatchMaxBytes) return false;
-    if (!poller_active()) return false;
-    if (waiting == 1) arm_timer_at(now_ns() + kBatchFlushNs);
+    if (!poller_active(pass_ns_)) return false;
+    if (waiting == 1) arm_timer_at(pass_ns_ + kBatchFlushNs, pass_ns_);
     return true;
 }
 
@@ -890,8 +891,11 @@ bool Qp::grant_retry_grace(uint64_t now) {
     return grace_until_ns_ != 0;
 }
 
-void Qp::progress(Lock &lk, bool rx) {
+void Qp::progress(Lock &lk, bool rx, uint64_t now) {
     if (destroyed_) return;
+    // A clock read costs as much as the rest of an empty poll: one per pass.
+    pass_ns_ = now ? now : now_ns();
+    idle_polls_ = 0;
     const ibv_qp_state st = qp_base.state;
     if (qp_base.qp_type == IBV_QPT_UD || qp_base.qp_type == IBV_QPT_RAW_PACKET) {
         // Drain in every state: datagrams for a QP not yet in RTR are dropped, as on hardware.
@@ -901,7 +905,7 @@ void Qp::progress(Lock &lk, bool rx) {
     }
     if (st == IBV_QPS_RESET || st == IBV_QPS_INIT || st == IBV_QPS_ERR) return;
     if (!stream_) {
-        if (!connecting_ && i_dial() && now_ns() >= next_dial_ns_) start_connect(lk);
+        if (!connecting_ && i_dial() && pass_ns_ >= next_dial_ns_) start_connect(lk);
         arm_timer(lk);
         return;
     }
@@ -911,12 +915,12 @@ void Qp::progress(Lock &lk, bool rx) {
         shm_offer_due_ = false;
         shm_offer();
     }
+    bool progressed_rx = false;
     if (rx) {
         if (sock_event_.exchange(false, std::memory_order_relaxed)) stream_->socket_event();
-        bool progressed;
-        auto rs = stream_->pump_rx(*this, 256, progressed);
+        auto rs = stream_->pump_rx(*this, 256, progressed_rx);
         if (destroyed_ || !stream_) return;
-        if (progressed && stream_->shm_rx()) ring_rx_ns_ = now_ns();
+        if (progressed_rx && stream_->shm_rx()) ring_rx_ns_ = now_ns();
         if (rs != transport::IoStatus::kOk) {
             // A frame we cannot accept ends the connection, with a TERMINATE that says why.
             if (stream_->protocol_error()) stream_->send_terminate(stream_->rx_fault());
@@ -949,7 +953,14 @@ void Qp::progress(Lock &lk, bool rx) {
     if (injected_ != InjectedFault::kNone) return apply_injected_fault(lk);
     tx_blocked_ = blocked;
     update_interest(lk);
-    arm_timer(lk);
+    arm_timer(lk, pass_ns_);
+    if (!progressed_rx && quiet()) idle_polls_ = kIdlePolls;
+}
+
+bool Qp::quiet() const {
+    return stream_ && stream_->shm_idle() && !tx_blocked_ && sq_tx_ == sq_count_ && ctrl_.empty() &&
+           !term_pending_ && !fatal_pending_ && !send_resync_ && resp_count_ == 0 &&
+           !sock_event_.load(std::memory_order_relaxed) && injected_ == InjectedFault::kNone;
 }
 
 bool Qp::injected_rnr() {
@@ -993,7 +1004,7 @@ void Qp::update_interest(Lock &) {
     const int fd = stream_ ? stream_->fd() : ud_fd_.get();
     if (fd < 0 || destroyed_) return;
     if (!stream_) mcast_interest();
-    const uint64_t now = now_ns();  // one clock read: this runs on every poll
+    const uint64_t now = pass_ns_;  // this runs on every poll: no clock read of its own
     if (poller_active(now)) {
         // An event will come and the engine stand down then; but on shared memory no event
         // comes unless we asked the peer for one, which we do only once nobody polls.
@@ -1023,10 +1034,14 @@ void Qp::update_interest(Lock &) {
     if (!transport::ProgressEngine::get().rearm(fd, shared_from_this(), want)) armed_mask_ = 0;
 }
 
-void Qp::progress_from_poller() {
+void Qp::progress_from_poller(uint64_t now) {
     Lock lk(mu_, std::try_to_lock);
     if (!lk.owns_lock()) return;  // someone else is progressing this QP right now
-    progress(lk);
+    // Most polls of a busy-polling program find nothing: those cost one look at the ring.
+    if (idle_polls_ && --idle_polls_ && stream_ && stream_->shm_idle() &&
+        !sock_event_.load(std::memory_order_relaxed))
+        return;
+    progress(lk, true, now);
 }
 
 // Hardware acknowledges what it received regardless of the application; a deferred ACK
@@ -1075,7 +1090,7 @@ void Qp::drive_from_engine() {
     progress(lk);
 }
 
-void Qp::arm_timer(Lock &) {
+void Qp::arm_timer(Lock &, uint64_t now) {
     if (destroyed_) return;
     uint64_t when = UINT64_MAX;
     if (rnr_wait_) when = std::min(when, rnr_resume_ns_);
@@ -1083,7 +1098,7 @@ void Qp::arm_timer(Lock &) {
     if (!rnr_wait_ && reliable() && awaiting_peer()) {
         if (const uint64_t deadline = retry_deadline_ns()) when = std::min(when, deadline);
     }
-    if (when != UINT64_MAX) arm_timer_at(when);
+    if (when != UINT64_MAX) arm_timer_at(when, now);
 }
 
 void Qp::arm_timer_at(uint64_t when, uint64_t now) {

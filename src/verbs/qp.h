@@ -171,7 +171,8 @@ class Qp : public ibv_qp_ex,
     Xrcd *xrcd() const { return xrcd_; }
     void opened() { opens_.fetch_add(1); }
     bool close_one() { return opens_.fetch_sub(1) > 1; }
-    void progress_from_poller();
+    // `now`: the poller's clock reading, reused for the whole pass (a poller spins here).
+    void progress_from_poller(uint64_t now);
     void kick_engine();
     void flush_ack(Lock &lk);
     void flush_ack_at_exit() {
@@ -226,9 +227,11 @@ class Qp : public ibv_qp_ex,
     bool injected_rnr();
     void roll_completion_faults();
     void apply_injected_fault(Lock &lk);
-    void progress(Lock &lk, bool rx = true);
+    // `now` 0: read the clock. One reading serves the whole pass (pass_ns_).
+    void progress(Lock &lk, bool rx = true, uint64_t now = 0);
     bool defer_send(Lock &lk);
-    void arm_timer(Lock &lk);
+    void arm_timer(Lock &lk) { arm_timer(lk, now_ns()); }
+    void arm_timer(Lock &lk, uint64_t now);
     void arm_timer_at(uint64_t when) { arm_timer_at(when, now_ns()); }
     void arm_timer_at(uint64_t when, uint64_t now);
     bool poller_active(uint64_t now) const;
@@ -410,6 +413,13 @@ class Qp : public ibv_qp_ex,
     uint64_t last_progress_ns_ = 0;      // last ACK/response while requests were outstanding
     uint64_t grace_epoch_ = UINT64_MAX;  // the last_progress_ns_ grace_until_ns_ is for
     uint64_t grace_until_ns_ = 0;
+    // Polls that may still skip the full pass: a QP on shared memory with nothing to send
+    // and nothing arriving. Every kIdlePolls-th poll makes the full pass all the same (the
+    // deferred ACK, the timers, the look at the socket), and so does any other caller.
+    uint32_t idle_polls_ = 0;
+    static constexpr uint32_t kIdlePolls = 16;
+    bool quiet() const;
+    uint64_t pass_ns_ = 0;                 // the clock when the current progress pass began (mu_)
     std::atomic<uint64_t> timer_at_{0};    // deadline of the engine timer we have pending
     std::atomic<uint32_t> armed_mask_{0};  // epoll events the engine is watching for us
     static constexpr uint64_t kPollerWindowNs = 1'000'000;

@@ -53,7 +53,7 @@ bool is_send_op(wire::RdmapOp op) {
 
 void Qp::request_executed() {
     ++executed_seq_;
-    if (!ack_due_ns_) ack_due_ns_ = now_ns() + kAckDelayNs;
+    if (!ack_due_ns_) ack_due_ns_ = pass_ns_ + kAckDelayNs;  // frames arrive only in a pass
 }
 
 bool Qp::take_recv(RecvWqe &out) {
@@ -358,7 +358,7 @@ bool Qp::handle_atomic_response(const wire::SegmentHeader &h, std::span<const ui
         }
         w.done = true;
         --rd_outstanding_;
-        last_progress_ns_ = now_ns();
+        last_progress_ns_ = pass_ns_;
         retire_sends();
         return true;
     }
@@ -415,7 +415,7 @@ bool Qp::handle_control(const wire::ControlPayload &c) {
                 if (wr_has_response(w.opcode)) continue;
                 if (seq_le(w.last_seq, c.seq)) w.done = true;
             }
-            last_progress_ns_ = now_ns();
+            last_progress_ns_ = pass_ns_;
             retire_sends();
             return true;
         }
@@ -473,8 +473,8 @@ bool Qp::handle_control(const wire::ControlPayload &c) {
             tx_off_ = 0;
             tx_imm_stage_ = false;
             rnr_wait_ = true;
-            rnr_resume_ns_ = now_ns() + uint64_t(kRnrTimerUs[c.arg & 31]) * 1000;
-            last_progress_ns_ = now_ns();
+            rnr_resume_ns_ = pass_ns_ + uint64_t(kRnrTimerUs[c.arg & 31]) * 1000;
+            last_progress_ns_ = pass_ns_;
             return true;
         }
         case wire::ControlType::kResync:
@@ -543,7 +543,7 @@ bool Qp::on_segment(const wire::SegmentHeader &h, std::span<const uint8_t> scrat
                 if (w.received != w.total_len) return false;
                 w.done = true;
                 --rd_outstanding_;
-                last_progress_ns_ = now_ns();
+                last_progress_ns_ = pass_ns_;
                 retire_sends();
             }
             return true;

@@ -43,7 +43,7 @@ bool Qp::emit_ack(transport::TxBatch &b, bool piggyback) {
     if (!ext_ || executed_seq_ == acked_sent_) return false;
     // While the application spins on its CQ it is likely to send soon: let the ACK ride on
     // that data instead of costing a syscall of its own, but never hold it long.
-    if (!piggyback && poller_active() && now_ns() < ack_due_ns_) {
+    if (!piggyback && poller_active(pass_ns_) && pass_ns_ < ack_due_ns_) {
         // If the poller stops polling, the engine sends it (at most one timer per window).
         arm_timer_at(ack_due_ns_ + kPollerWindowNs);
         return false;

@@ -50,6 +50,7 @@ int Qp::wr_finish(bool commit) {
         return 0;
     }
     const uint32_t start = sq_count_;
+    pass_ns_ = now_ns();  // read by post_one_send
     for (size_t i = 0; i < b.size(); ++i) {
         if (const int e = post_one_send(b[i], lk)) {
             sq_count_ = start;  // none of the batch: it was never visible to the wire
@@ -59,7 +60,7 @@ int Qp::wr_finish(bool commit) {
     if (st == IBV_QPS_ERR)
         flush_all(lk);
     else
-        progress(lk);
+        progress(lk, true, pass_ns_);
     return 0;
 }
 
