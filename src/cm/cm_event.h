@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 
+#include "common/adaptive_mutex.h"
 #include "common/unique_fd.h"
 
 namespace softrdma::cm {
@@ -39,7 +40,7 @@ class EventChannel : public rdma_event_channel {
     void raise_locked();
     void lower_locked();
     UniqueFd efd_;
-    std::mutex mu_;
+    AdaptiveMutex mu_;
     std::deque<std::unique_ptr<CmEvent>> q_;
 };
 
