@@ -920,7 +920,9 @@ void Qp::progress(Lock &lk, bool rx, uint64_t now) {
         if (sock_event_.exchange(false, std::memory_order_relaxed)) stream_->socket_event();
         auto rs = stream_->pump_rx(*this, 256, progressed_rx);
         if (destroyed_ || !stream_) return;
-        if (progressed_rx && stream_->shm_rx()) ring_rx_ns_ = now_ns();
+        // The pass's own reading: update_interest measures from it (a later one would
+        // look like a time in the future and end the engine's spin at once).
+        if (progressed_rx && stream_->shm_rx()) ring_rx_ns_ = pass_ns_;
         if (rs != transport::IoStatus::kOk) {
             // A frame we cannot accept ends the connection, with a TERMINATE that says why.
             if (stream_->protocol_error()) stream_->send_terminate(stream_->rx_fault());
@@ -994,7 +996,8 @@ void Qp::apply_injected_fault(Lock &lk) {
 bool Qp::poller_active(uint64_t now) const {
     const uint64_t last =
         std::max(scq_ ? scq_->last_poll_ns() : 0, rcq_ ? rcq_->last_poll_ns() : 0);
-    return last && now - last < kPollerWindowNs;
+    // `now` may be a pass's clock reading, older than a poll stamped since.
+    return last && (last >= now || now - last < kPollerWindowNs);
 }
 
 // The engine watches the socket (one-shot) only while no application thread is polling
@@ -1015,7 +1018,8 @@ void Qp::update_interest(Lock &) {
     // Frames came through the ring a moment ago: in a burst more follow, and being woken
     // through the socket costs far more (a send() by the peer, a wake-up of this thread)
     // than looking again. The engine keeps reading for a while (SOFTRDMA_ENGINE_SPIN_US).
-    if (stream_ && stream_->shm_rx() && now - ring_rx_ns_ < ring_spin_ns()) {
+    if (stream_ && stream_->shm_rx() && ring_rx_ns_ &&
+        (ring_rx_ns_ >= now || now - ring_rx_ns_ < ring_spin_ns())) {
         arm_timer_at(now, now);
         return;
     }
