@@ -960,7 +960,8 @@ void Qp::progress(Lock &lk, bool rx, uint64_t now) {
 }
 
 bool Qp::quiet() const {
-    return stream_ && stream_->shm_idle() && !tx_blocked_ && sq_tx_ == sq_count_ && ctrl_.empty() &&
+    return stream_ && stream_->shm_idle() && !tx_blocked_ && sq_tx_ == sq_count_ &&
+           executed_seq_ == acked_sent_ && ctrl_.empty() &&
            !term_pending_ && !fatal_pending_ && !send_resync_ && resp_count_ == 0 &&
            !sock_event_.load(std::memory_order_relaxed) && injected_ == InjectedFault::kNone;
 }
