@@ -401,6 +401,27 @@ def targets(rows):
     return out
 
 
+def event_driven(series, tgts):
+    """Both ends asleep on a completion channel (ib_send_lat -e, the TCP path) next to a TCP
+    ping-pong whose ends sleep in recv(): the row, and its target appended to tgts."""
+    sr = series.get(("softrdma_event", "lat", "SEND", 8, 1))
+    base = series.get(("tcp", "lat", "sockperf_pp_blocking", 8, 1))
+    row = None
+    if sr and sr.by_rep:
+        row = shape_row(sr, "lat", "SEND", 8, 1)
+        cell = {"test": "sockperf ping-pong, blocking recv()"}
+        if base and base.by_rep:
+            cell.update(base.stats())
+            cmp = compare(series, sr, base, 1.0, "lat")
+            if cmp:
+                cmp["ahead"] = cmp["median"] < 1.0
+                cell["ratio"] = cmp
+        row["baselines"]["tcp_blocking"] = cell
+    target_adder(tgts)("event-driven SEND latency 8 B (ib_send_lat -e) ≤ 1.2× a blocking TCP ping-pong",
+                       row, "tcp_blocking", "≤ 1.20", lambda x: x <= 1.2)
+    return row
+
+
 # ------------------------------------------------------------------ formatting
 def fmt_size(n):
     if n >= MIB and n % MIB == 0:
@@ -620,6 +641,7 @@ def main():
     series = load(outdir)
     rows = build(series)
     tgts = targets(rows)
+    event_row = event_driven(series, tgts)
     same_rows = build_same_host(series)
     same_tgts = same_host_targets(same_rows)
     notes = []
@@ -642,7 +664,7 @@ def main():
             if s.extra and any(s.extra.values()):
                 entry["extra_per_round"] = {str(k): v for k, v in sorted(s.extra.items())}
         raw[f"{stack}|{metric}|{test}|{size}|{qps}"] = entry
-    doc = {"env": env, "series": raw, "comparisons": rows, "targets": tgts,
+    doc = {"env": env, "series": raw, "comparisons": rows, "targets": tgts, "event_driven": event_row,
            "same_host": {"comparisons": same_rows, "targets": same_tgts}, "notes": notes,
            "plot": None if plot_err else "plot.svg", "plot_error": plot_err}
     with open(os.path.join(outdir, "results.json"), "w") as f:

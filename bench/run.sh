@@ -219,9 +219,12 @@ UCX=(env UCX_TLS=tcp UCX_NET_DEVICES=lo)
 UCX_SM=(env UCX_TLS=posix,cma,self) # UCX's shared-memory transports, as Debian builds them
 OFI=(env FI_TCP_IFACE=lo FI_UDP_IFACE=lo FI_SOCKETS_IFACE=lo) # else libfabric picks eth0's address
 
-# perftest on softrdma: PROG SIZE ITERS QPS (SR_STACK=softrdma_shm with SR=SR_SHM: same host)
+# perftest on softrdma: PROG SIZE ITERS QPS [perftest options] (SR_STACK=softrdma_shm with
+# SR=SR_SHM: same host)
 sr_perftest() {
     local prog=$1 size=$2 n=$3 q=$4 raw=$RAW/$SR_STACK.$1.s$2.q$4.r$rep.txt metric=bw op
+    shift 4
+    local -a extra=("$@")
     op=$(echo "$prog" | sed -E 's/^ib_(send|write|read)_.*/\1/' | tr a-z A-Z)
     case $prog in
     *_lat) metric=lat ;;
@@ -229,8 +232,8 @@ sr_perftest() {
     esac
     local -a qa=()
     [ "$metric" = lat ] || qa=(-q "$q") # the latency tests take no -q
-    run_pair "$raw" 60 "${SR[@]}" "$prog" "${PT[@]}" -s "$size" -n "$n" "${qa[@]}" -- \
-        "${SR[@]}" "$prog" "${PT[@]}" -s "$size" -n "$n" "${qa[@]}" "$ADDR"
+    run_pair "$raw" 60 "${SR[@]}" "$prog" "${PT[@]}" -s "$size" -n "$n" "${qa[@]}" "${extra[@]}" -- \
+        "${SR[@]}" "$prog" "${PT[@]}" -s "$size" -n "$n" "${qa[@]}" "${extra[@]}" "$ADDR"
     record "$SR_STACK" "$metric" "$op" "$size" "$q" "$rep" "$prog" "$raw"
 }
 # ucx_perftest: TEST SIZE ITERS METRIC [extra client args] (UCX_STACK=ucx_sm: shared memory)
@@ -319,6 +322,15 @@ for ((rep = 1; rep <= REPS; rep++)); do
         run_pair "$raw" 60 sockperf server -i "$ADDR" -p @PORT@ --tcp --nonblocked -- \
             sockperf ping-pong -i "$ADDR" -p @PORT@ --tcp --nonblocked -m "$m" -t "$SP_TIME"
         record tcp lat sockperf_pp "$s" 1 "$rep" sockperf "$raw"
+        if [ "$s" = 8 ]; then
+            # Event-driven: both ends sleep on a completion channel (perftest -e), next to a TCP
+            # ping-pong whose ends sleep in recv().
+            SR_STACK=softrdma_event sr_perftest ib_send_lat "$s" "$n" 1 -e
+            raw=$RAW/tcp.sockperf_pp_blocking.s$s.r$rep.txt
+            run_pair "$raw" 60 sockperf server -i "$ADDR" -p @PORT@ --tcp -- \
+                sockperf ping-pong -i "$ADDR" -p @PORT@ --tcp -m "$m" -t "$SP_TIME"
+            record tcp lat sockperf_pp_blocking "$s" 1 "$rep" sockperf "$raw"
+        fi
         ucx_run tag_lat "$s" "$n" lat
         ucx_run ucp_put_lat "$s" "$n" lat
         # ucp_get streams; with one get outstanding each one is a full round trip, like

@@ -31,7 +31,7 @@ uint8_t pattern(size_t msg, size_t i) {
     return uint8_t(msg * 37 + i * 131 + (i >> 9));
 }
 
-constexpr uint32_t kMsg = 40000;  // 200 of them: 8 MB through a 256 KiB ring
+constexpr uint32_t kMsg = 40000;  // 200 of them: 8 MB through a ring of 2 MiB at most
 constexpr int kCount = 200;
 constexpr int kWindow = 16;
 

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -154,6 +155,27 @@ TEST(ShmRing, TwoThreadsMoveAStreamIntact) {
     }
     producer.join();
     EXPECT_TRUE(ok);
+}
+
+// Without SOFTRDMA_SHM_RING_KB: 2 MiB rings while the process's rings (both directions of
+// every live link, offered or opened) stay within the 64 MiB budget, 256 KiB after that, and
+// the budget comes back when links close.
+TEST(ShmLink, LargeRingsWhileTheBudgetLastsThenSmallOnes) {
+    ASSERT_EQ(std::getenv("SOFTRDMA_SHM_RING_KB"), nullptr);
+    std::vector<std::unique_ptr<TcpPair>> pairs;
+    std::vector<std::unique_ptr<ShmLink>> links;
+    for (int i = 0; i < 17; ++i) {
+        pairs.push_back(std::make_unique<TcpPair>());
+        links.push_back(ShmLink::create(pairs.back()->server.get()));
+        ASSERT_TRUE(links.back());
+    }
+    for (int i = 0; i < 16; ++i) EXPECT_EQ(links[size_t(i)]->ring_bytes(), 2u << 20) << i;
+    EXPECT_EQ(links[16]->ring_bytes(), 256u << 10);
+    links[0].reset();
+    links[16].reset();
+    auto again = ShmLink::create(pairs[0]->server.get());
+    ASSERT_TRUE(again);
+    EXPECT_EQ(again->ring_bytes(), 2u << 20);
 }
 
 TEST(ShmLink, TheAccepterFindsTheOfferersSegment) {
