@@ -4,6 +4,7 @@
 #pragma once
 #include <rdma/rdma_cma.h>
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -39,6 +40,10 @@ class EventChannel : public rdma_event_channel {
   private:
     void raise_locked();
     void lower_locked();
+    CmEvent *take_locked();
+    static constexpr uint64_t kBusyWindowNs = 1'000'000;  // "right after an event"
+    std::atomic<size_t> queued_{0};                       // q_.size(), readable without mu_
+    std::atomic<uint64_t> last_taken_ns_{0};              // when get() last returned an event
     UniqueFd efd_;
     AdaptiveMutex mu_;
     std::deque<std::unique_ptr<CmEvent>> q_;
