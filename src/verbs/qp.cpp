@@ -717,8 +717,13 @@ bool Qp::defer_send(Lock &) {
         return false;
     const uint32_t waiting = sq_count_ - sq_tx_;  // this request included
     if (sq_tx_ < kBatchMinInFlight || waiting >= kBatchMaxWrs) return false;
+    // Runs on every post: walk the ring without a division per slot.
     uint64_t bytes = 0;
-    for (uint32_t i = sq_tx_; i < sq_count_; ++i) bytes += sq_[sq_slot(*this, i)].total_len;
+    const uint32_t size = uint32_t(sq_.size());
+    for (uint32_t i = 0, slot = sq_slot(*this, sq_tx_); i < waiting; ++i) {
+        bytes += sq_[slot].total_len;
+        if (++slot == size) slot = 0;
+    }
     if (bytes > kBatchMaxBytes) return false;
     if (!poller_active(pass_ns_)) return false;
     if (waiting == 1) arm_timer_at(pass_ns_ + kBatchFlushNs, pass_ns_);
