@@ -97,7 +97,7 @@ bool TxBatch::add(const wire::SegmentHeader &h, std::span<const iovec> payload,
 }
 
 FpduStream::FpduStream(UniqueFd fd, bool crc)
-    : fd_(std::move(fd)), crc_(crc), batch_(std::make_unique<TxBatch>()) {
+    : fd_(std::move(fd)), crc_(crc), batch_(std::make_unique_for_overwrite<TxBatch>()) {
     batch_->crc_ = crc;
 }
 
