@@ -412,10 +412,7 @@ def event_driven(series, tgts):
         cell = {"test": "sockperf ping-pong, blocking recv()"}
         if base and base.by_rep:
             cell.update(base.stats())
-            cmp = compare(series, sr, base, 1.0, "lat")
-            if cmp:
-                cmp["ahead"] = cmp["median"] < 1.0
-                cell["ratio"] = cmp
+            add_ratio(cell, series, sr, base, 1.0, "lat")
         row["baselines"]["tcp_blocking"] = cell
     target_adder(tgts)("event-driven SEND latency 8 B (ib_send_lat -e) ≤ 1.2× a blocking TCP ping-pong",
                        row, "tcp_blocking", "≤ 1.20", lambda x: x <= 1.2)
