@@ -964,11 +964,14 @@ void Qp::progress(Lock &lk, bool rx, uint64_t now) {
     if (!progressed_rx && quiet()) idle_polls_ = kIdlePolls;
 }
 
+bool Qp::ring_idle() const {
+    return stream_ && stream_->shm_idle() && !sock_event_.load(std::memory_order_relaxed);
+}
+
 bool Qp::quiet() const {
-    return stream_ && stream_->shm_idle() && !tx_blocked_ && sq_tx_ == sq_count_ &&
-           executed_seq_ == acked_sent_ && ctrl_.empty() &&
-           !term_pending_ && !fatal_pending_ && !send_resync_ && resp_count_ == 0 &&
-           !sock_event_.load(std::memory_order_relaxed) && injected_ == InjectedFault::kNone;
+    return ring_idle() && !tx_blocked_ && sq_tx_ == sq_count_ && executed_seq_ == acked_sent_ &&
+           ctrl_.empty() && !term_pending_ && !fatal_pending_ && !send_resync_ &&
+           resp_count_ == 0 && injected_ == InjectedFault::kNone;
 }
 
 bool Qp::injected_rnr() {
@@ -1002,8 +1005,7 @@ void Qp::apply_injected_fault(Lock &lk) {
 bool Qp::poller_active(uint64_t now) const {
     const uint64_t last =
         std::max(scq_ ? scq_->last_poll_ns() : 0, rcq_ ? rcq_->last_poll_ns() : 0);
-    // `now` may be a pass's clock reading, older than a poll stamped since.
-    return last && (last >= now || now - last < kPollerWindowNs);
+    return last && within_ns(now, last, kPollerWindowNs);
 }
 
 // The engine watches the socket (one-shot) only while no application thread is polling
@@ -1025,7 +1027,7 @@ void Qp::update_interest(Lock &) {
     // through the socket costs far more (a send() by the peer, a wake-up of this thread)
     // than looking again. The engine keeps reading for a while (SOFTRDMA_ENGINE_SPIN_US).
     if (stream_ && stream_->shm_rx() && ring_rx_ns_ &&
-        (ring_rx_ns_ >= now || now - ring_rx_ns_ < ring_spin_ns())) {
+        within_ns(now, ring_rx_ns_, ring_spin_ns())) {
         arm_timer_at(now, now);
         return;
     }
@@ -1048,9 +1050,7 @@ void Qp::progress_from_poller(uint64_t now) {
     Lock lk(mu_, std::try_to_lock);
     if (!lk.owns_lock()) return;  // someone else is progressing this QP right now
     // Most polls of a busy-polling program find nothing: those cost one look at the ring.
-    if (idle_polls_ && --idle_polls_ && stream_ && stream_->shm_idle() &&
-        !sock_event_.load(std::memory_order_relaxed))
-        return;
+    if (idle_polls_ && --idle_polls_ && ring_idle()) return;
     progress(lk, true, now);
 }
 

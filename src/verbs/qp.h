@@ -418,9 +418,10 @@ class Qp : public ibv_qp_ex,
     // deferred ACK, the timers, the look at the socket), and so does any other caller.
     uint32_t idle_polls_ = 0;
     static constexpr uint32_t kIdlePolls = 16;
-    bool quiet() const;
-    uint64_t pass_ns_ = 0;                 // the clock when the current progress pass began (mu_)
-    std::atomic<uint64_t> timer_at_{0};    // deadline of the engine timer we have pending
+    bool ring_idle() const;              // on shared memory, and nothing in the ring or the socket
+    bool quiet() const;                  // ring_idle(), and nothing to send, answer or acknowledge
+    uint64_t pass_ns_ = 0;               // the clock when the current progress pass began (mu_)
+    std::atomic<uint64_t> timer_at_{0};  // deadline of the engine timer we have pending
     std::atomic<uint32_t> armed_mask_{0};  // epoll events the engine is watching for us
     static constexpr uint64_t kPollerWindowNs = 1'000'000;
     // Doorbell batching (defer_send): requests posted behind at least kBatchMinInFlight
