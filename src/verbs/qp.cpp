@@ -686,6 +686,7 @@ int Qp::post_send(ibv_send_wr *wr, ibv_send_wr **bad) {
         return 0;
     }
     pass_ns_ = now_ns();  // one clock read per post: the requests' and the pass's
+    idle_polls_ = 0;      // a request held back by defer_send leaves at the next poll
     for (; wr; wr = wr->next) {
         if (int e = post_one_send(*wr, lk)) {
             if (bad) *bad = wr;
@@ -1050,6 +1051,8 @@ void Qp::progress_from_poller(uint64_t now) {
     Lock lk(mu_, std::try_to_lock);
     if (!lk.owns_lock()) return;  // someone else is progressing this QP right now
     // Most polls of a busy-polling program find nothing: those cost one look at the ring.
+    // The rest of quiet() changes only under this lock, by a pass or by a post (which ends
+    // the idle run).
     if (idle_polls_ && --idle_polls_ && ring_idle()) return;
     progress(lk, true, now);
 }
