@@ -23,12 +23,14 @@ EventChannel::EventChannel() : rdma_event_channel{}, efd_(eventfd(0, EFD_CLOEXEC
 }
 
 void EventChannel::raise_locked() {
+    waiting_.store(true, std::memory_order_release);
     uint64_t one = 1;
     [[maybe_unused]] ssize_t r = ::write(efd_.get(), &one, sizeof one);
 }
 
 // Never blocks: the counter is 1 whenever this runs (the queue just went from some to none).
 void EventChannel::lower_locked() {
+    waiting_.store(false, std::memory_order_relaxed);
     uint64_t v;
     [[maybe_unused]] ssize_t r = ::read(efd_.get(), &v, sizeof v);
 }
@@ -37,15 +39,6 @@ void EventChannel::push(std::unique_ptr<CmEvent> ev) {
     std::lock_guard lk(mu_);
     if (q_.empty()) raise_locked();
     q_.push_back(std::move(ev));
-    queued_.store(q_.size(), std::memory_order_release);
-}
-
-CmEvent *EventChannel::take_locked() {
-    CmEvent *ev = q_.front().release();
-    q_.pop_front();
-    if (q_.empty()) lower_locked();
-    queued_.store(q_.size(), std::memory_order_relaxed);
-    return ev;
 }
 
 CmEvent *EventChannel::get() {
@@ -54,7 +47,10 @@ CmEvent *EventChannel::get() {
             std::lock_guard lk(mu_);
             if (!q_.empty()) {
                 last_taken_ns_.store(now_ns(), std::memory_order_relaxed);
-                return take_locked();
+                CmEvent *ev = q_.front().release();
+                q_.pop_front();
+                if (q_.empty()) lower_locked();
+                return ev;
             }
         }
         // Nothing yet. The application chose (O_NONBLOCK on the channel's fd) whether to wait;
@@ -69,10 +65,10 @@ CmEvent *EventChannel::get() {
         // takes ~20 us to wake on these VMs: right after an event, look again for a moment
         // (yielding the CPU between looks) before sleeping. A quiet channel sleeps at once.
         const uint64_t now = now_ns();
-        if (now - last_taken_ns_.load(std::memory_order_relaxed) < kBusyWindowNs) {
+        if (within_ns(now, last_taken_ns_.load(std::memory_order_relaxed), kBusyWindowNs)) {
             const uint64_t until = now + transport::engine_spin_ns();
-            while (!queued_.load(std::memory_order_acquire) && now_ns() < until) sched_yield();
-            if (queued_.load(std::memory_order_acquire)) continue;
+            while (!waiting_.load(std::memory_order_acquire) && now_ns() < until) sched_yield();
+            if (waiting_.load(std::memory_order_acquire)) continue;
         }
         pollfd p{efd_.get(), POLLIN, 0};
         if (::poll(&p, 1, -1) < 0 && errno != EINTR) return nullptr;
@@ -85,7 +81,6 @@ void EventChannel::discard_for(const CmId *id) {
     for (auto it = q_.begin(); it != q_.end();)
         it = (*it)->owner.get() == id ? q_.erase(it) : it + 1;
     if (q_.empty()) lower_locked();
-    queued_.store(q_.size(), std::memory_order_relaxed);
 }
 
 void EventChannel::discard_all() {
@@ -94,7 +89,6 @@ void EventChannel::discard_all() {
         std::lock_guard lk(mu_);
         if (!q_.empty()) lower_locked();
         gone.swap(q_);
-        queued_.store(0, std::memory_order_relaxed);
     }  // events (and the ids they keep alive) die outside the lock
 }
 

@@ -40,10 +40,9 @@ class EventChannel : public rdma_event_channel {
   private:
     void raise_locked();
     void lower_locked();
-    CmEvent *take_locked();
     static constexpr uint64_t kBusyWindowNs = 1'000'000;  // "right after an event"
-    std::atomic<size_t> queued_{0};                       // q_.size(), readable without mu_
-    std::atomic<uint64_t> last_taken_ns_{0};              // when get() last returned an event
+    std::atomic<bool> waiting_{false};        // the eventfd's state (events queued), without mu_
+    std::atomic<uint64_t> last_taken_ns_{0};  // when get() last returned an event
     UniqueFd efd_;
     AdaptiveMutex mu_;
     std::deque<std::unique_ptr<CmEvent>> q_;
