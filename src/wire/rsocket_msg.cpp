@@ -60,4 +60,38 @@ bool decode_rs_ctrl(std::span<const uint8_t> in, RsCtrlMsg &out) {
     return true;
 }
 
+// 0-3 tag | 4 version | 5 op | 6-7 zero | 8-11 qpn | 12-15 zero
+void encode_rs_udp_hdr(const RsUdpHdr &h, uint8_t *out) {
+    std::memset(out, 0, kRsUdpHdrLen);
+    put32(out, kRsUdpTag);
+    out[4] = kRsVersion;
+    out[5] = uint8_t(h.op);
+    put32(out + 8, h.qpn);
+}
+
+bool decode_rs_udp_hdr(std::span<const uint8_t> in, RsUdpHdr &out) {
+    if (in.size() < kRsUdpHdrLen) return false;
+    const uint8_t *p = in.data();
+    if (get32(p) != kRsUdpTag || p[4] != kRsVersion) return false;
+    if (p[5] != uint8_t(RsUdpOp::kData) && p[5] != uint8_t(RsUdpOp::kResolved)) return false;
+    out.op = RsUdpOp(p[5]);
+    out.qpn = get32(p + 8) & 0xffffff;
+    return true;
+}
+
+// 0 version | 1 zero | 2-3 src_port | 4-7 src_qpn
+void encode_rs_ud_hdr(const RsUdHdr &h, uint8_t *out) {
+    out[0] = kRsVersion;
+    out[1] = 0;
+    put16(out + 2, h.src_port);
+    put32(out + 4, h.src_qpn);
+}
+
+bool decode_rs_ud_hdr(std::span<const uint8_t> in, RsUdHdr &out) {
+    if (in.size() < kRsUdHdrLen || in[0] != kRsVersion) return false;
+    out.src_port = get16(in.data() + 2);
+    out.src_qpn = get32(in.data() + 4) & 0xffffff;
+    return true;
+}
+
 }  // namespace softrdma::wire

@@ -67,3 +67,30 @@ void encode_rs_ctrl(const RsCtrlMsg &m, uint8_t *out);
 bool decode_rs_ctrl(std::span<const uint8_t> in, RsCtrlMsg &out);
 
 }  // namespace softrdma::wire
+
+namespace softrdma::wire {
+
+// Datagram rsockets. Over UDP (before the peer's QP is known), each datagram starts with:
+constexpr uint32_t kRsUdpTag = 0x53524447;  // "SRDG"
+constexpr size_t kRsUdpHdrLen = 16;
+enum class RsUdpOp : uint8_t {
+    kData = 1,      // payload follows; answer with kResolved
+    kResolved = 2,  // no payload: here is my QP number
+};
+struct RsUdpHdr {
+    RsUdpOp op = RsUdpOp::kData;
+    uint32_t qpn = 0;  // the sender's UD QP
+};
+void encode_rs_udp_hdr(const RsUdpHdr &h, uint8_t *out);
+bool decode_rs_udp_hdr(std::span<const uint8_t> in, RsUdpHdr &out);
+
+// Over UD, after the 40-byte GRH (whose source GID gives the sender's IP):
+constexpr size_t kRsUdHdrLen = 8;
+struct RsUdHdr {
+    uint16_t src_port = 0;  // the sender's UDP port: together with the IP, its address
+    uint32_t src_qpn = 0;
+};
+void encode_rs_ud_hdr(const RsUdHdr &h, uint8_t *out);
+bool decode_rs_ud_hdr(std::span<const uint8_t> in, RsUdHdr &out);
+
+}  // namespace softrdma::wire
