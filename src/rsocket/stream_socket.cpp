@@ -28,6 +28,7 @@ uint64_t retire_id(uint32_t wrs, uint32_t bytes) {
 constexpr int kResolveMs = 2000;
 constexpr uint64_t kSpinNs = 20'000;  // poll before sleeping: a wake-up costs more
 constexpr int kCloseWaitMs = 5000;
+constexpr size_t kSendLowat = 2048;  // staging space worth a write (rdma-core's RS_SNDLOWAT)
 
 uint64_t now_ns() {
     timespec ts;
@@ -612,15 +613,23 @@ int StreamSocket::wait_connected(Lock &lk) {
 
 // ---- data ------------------------------------------------------------------------------------
 
-size_t StreamSocket::send_room(size_t want) const {
+size_t StreamSocket::send_room(size_t want, bool &inl) const {
+    inl = false;
     if (tx_msgs_ >= tx_msg_limit_ || data_inflight_ >= opt_.sq_size) return 0;
     const uint64_t pos = tx_placed_ % peer_.ring_size;
     size_t n = std::min<uint64_t>(tx_byte_limit_ - tx_placed_, peer_.ring_size - pos);
     n = std::min<size_t>({n, want, kMaxTransfer});
-    if (n <= opt_.inline_size) return n;
+    if (n <= opt_.inline_size) {
+        inl = true;  // no staging needed
+        return n;
+    }
     const uint64_t used = sbuf_head_ - sbuf_tail_;
-    const uint64_t spos = sbuf_head_ % opt_.sbuf_size;
-    return std::min<uint64_t>({n, opt_.sbuf_size - used, opt_.sbuf_size - spos});
+    const uint64_t contig = opt_.sbuf_size - sbuf_head_ % opt_.sbuf_size;
+    const size_t m = std::min<uint64_t>({n, opt_.sbuf_size - used, contig});
+    // Not a sliver of staging space either: a write that small costs as much as a large one.
+    // Only the end of the staging ring, once per turn, may give less.
+    if (m < std::min<size_t>(n, kSendLowat) && m != contig) return 0;
+    return m;
 }
 
 void StreamSocket::post_data(const iovec *iov, int iovcnt, size_t skip, size_t n, bool inl) {
@@ -704,7 +713,8 @@ ssize_t StreamSocket::sendmsg(const iovec *iov, int iovcnt, int flags, const soc
             return fail(err_ && err_ != EPROTO ? err_ : EPIPE);
         }
         if (total == 0) break;
-        const size_t n = send_room(total - done);
+        bool inl = false;
+        const size_t n = send_room(total - done, inl);
         if (n == 0) {
             if (progress()) continue;
             if (dontwait) {
@@ -717,7 +727,7 @@ ssize_t StreamSocket::sendmsg(const iovec *iov, int iovcnt, int flags, const soc
             }
             continue;
         }
-        post_data(iov, iovcnt, done, n, n <= opt_.inline_size);
+        post_data(iov, iovcnt, done, n, inl);
         done += n;
     }
     return ssize_t(done);
@@ -986,7 +996,32 @@ int StreamSocket::getsockopt(int level, int name, void *val, socklen_t *len) {
             case TCP_NODELAY:
                 return get_opt<int>(val, len, opt_.nodelay);
             case TCP_MAXSEG:
-                return get_opt<int>(val, len, int(kMaxTransfer));
+                return get_opt<int>(val, len, int(kSendLowat));
+            case TCP_INFO: {
+                // What a TCP monitor (iperf3) reads: the state, and no retransmits ever (RC
+                // over a reliable stream retransmits nothing of its own).
+                if (!val || !len) return fail(EFAULT);
+                tcp_info ti{};
+                ti.tcpi_state = connected() && !disconnected_ ? TCP_ESTABLISHED : TCP_CLOSE;
+                ti.tcpi_snd_mss = uint32_t(kSendLowat);
+                ti.tcpi_rcv_mss = uint32_t(kSendLowat);
+                ti.tcpi_pmtu = 4096;
+                ti.tcpi_snd_cwnd = opt_.sq_size;
+                ti.tcpi_rcv_space = ring_size_;
+                const socklen_t n = std::min<socklen_t>(*len, sizeof ti);
+                std::memcpy(val, &ti, n);
+                *len = n;
+                return 0;
+            }
+            case TCP_CONGESTION: {
+                // The flow control is ours (credits), not a TCP algorithm's.
+                static const char kName[] = "rsocket";
+                if (!val || !len) return fail(EFAULT);
+                const socklen_t n = std::min<socklen_t>(*len, sizeof kName);
+                std::memcpy(val, kName, n);
+                *len = n;
+                return 0;
+            }
             case TCP_KEEPIDLE:
                 return get_opt<int>(val, len, opt_.keepidle);
             default:
@@ -1149,13 +1184,14 @@ short StreamSocket::ready(short events) {
     std::lock_guard lk(mu_);
     progress();
     short r = 0;
+    bool inl = false;
     switch (state_) {
         case State::kListening:
             if (!requests_.empty()) r |= POLLIN;
             break;
         case State::kConnected:
             if (rx_end_ != rx_head_ || peer_eof_ || disconnected_ || rd_shut_) r |= POLLIN;
-            if (!wr_shut_ && !disconnected_ && send_room(SIZE_MAX) > 0) r |= POLLOUT;
+            if (!wr_shut_ && !disconnected_ && send_room(SIZE_MAX, inl) > 0) r |= POLLOUT;
             if (disconnected_) r |= POLLHUP;
             if (err_) r |= POLLERR;
             break;

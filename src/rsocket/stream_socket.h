@@ -107,7 +107,7 @@ class StreamSocket final : public Socket {
     void set_failed(int err);
     int wait(Lock &lk);            // sleep until something may have changed; -1/errno
     int wait_connected(Lock &lk);  // drive a connect or accept to its end
-    size_t send_room(size_t want) const;
+    size_t send_room(size_t want, bool &inl) const;  // inl: small enough to go inline
     void post_data(const iovec *iov, int iovcnt, size_t skip, size_t n, bool inl);
     bool post_write(ibv_sge &sge, ibv_wr_opcode op, uint64_t remote_addr, uint32_t rkey,
                     uint32_t imm_be, uint32_t staged, bool inl);
