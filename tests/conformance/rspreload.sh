@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+# Conformance: unmodified socket programs on rsockets through our librspreload.so, as the
+# README tells a user (LD_PRELOAD=<libdir>/rsocket/librspreload.so), over 127.0.0.1.
+#   1. iperf3 server and client, both preloaded, on the same-host path and with
+#      SOFTRDMA_SHM=0, both directions (-R): both exit 0, the receiver counted bytes, and the
+#      server's SOFTRDMA_DEBUG lines show its connections were RC QPs (plain TCP has none).
+#   2. netcat (netcat-openbsd) carrying a 32 MiB random file: the received file's SHA-256
+#      equals the original's, over QPs too.
+#   3. A preloaded client whose connect finds no listener falls back to TCP and reports
+#      "connection refused" promptly, as without the preload.
+. "$(dirname "${BASH_SOURCE[0]}")/lib/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/lib/cm.sh"
+conf_init "$@"
+cm_init
+require_pkg_prog iperf3 iperf3
+require_pkg_prog nc netcat-openbsd
+require_pkg_prog sha256sum coreutils
+PRELOAD=$LIBDIR/rsocket/librspreload.so
+[[ -e $PRELOAD ]] || die "no $PRELOAD (build target rspreload first)"
+P=(env "LD_PRELOAD=$PRELOAD" SOFTRDMA_DEBUG=1)
+
+# on_qps <name> <file>: the program's connections were made by our CM and verbs.
+on_qps() {
+    if grep -qE '^softrdma: qp [0-9]+: connected' "$2"; then return 0; fi
+    fail "$1: no QP connection in the debug output: the sockets did not go over rsockets"
+    dump_file "$1" "$2"
+    return 1
+}
+
+for path in shm tcp; do
+    if [[ $path == tcp ]]; then export SOFTRDMA_SHM=0; else unset SOFTRDMA_SHM; fi
+    for dir in "" -R; do
+        name=iperf3.$path${dir:+.reverse}
+        # shellcheck disable=SC2086  # $dir is empty or one flag
+        if run_pair "$name" "${P[@]}" iperf3 -s -1 -p @PORT@ -- "${P[@]}" iperf3 -c 127.0.0.1 -p @PORT@ -t 2 $dir; then
+            line=$(grep -E 'receiver$' "$PAIR_CLIENT_OUT" | tail -1 | tr -s ' ')
+            if [[ $line =~ ([0-9.]+)\ (K|M|G)Bytes ]] && [[ ${BASH_REMATCH[1]} != 0.00 ]]; then
+                on_qps "$name server" "$PAIR_SERVER_OUT" && on_qps "$name client" "$PAIR_CLIENT_OUT" &&
+                    pass "$name: both exit 0 over QPs; $line"
+            else
+                fail "$name: no receiver total in the client's report"
+                dump_file "$name client" "$PAIR_CLIENT_OUT"
+            fi
+        fi
+    done
+done
+unset SOFTRDMA_SHM
+
+src=$CONF_WORK/nc.src
+dst=$CONF_WORK/nc.dst
+head -c $((32 << 20)) /dev/urandom >"$src"
+port=$(free_port)
+nout=$CONF_WORK/nc.server.err
+LD_LIBRARY_PATH=$LIBDIR timeout -k 5 60 "${P[@]}" nc -l -p "$port" >"$dst" 2>"$nout" </dev/null &
+npid=$!
+CONF_PIDS+=("$npid")
+for ((i = 0; i < 100; i++)); do port_listening "$port" && break; sleep 0.1; done
+LD_LIBRARY_PATH=$LIBDIR timeout -k 5 60 "${P[@]}" nc -N 127.0.0.1 "$port" <"$src" >/dev/null 2>"$CONF_WORK/nc.client.err"
+crc=$?
+wait_exit "$npid" 20 >/dev/null 2>&1
+if ((crc == 0)) && [[ $(sha256sum <"$src") == "$(sha256sum <"$dst")" ]]; then
+    on_qps nc.server "$nout" && pass "nc: 32 MiB through preloaded netcat over QPs, SHA-256 equal"
+else
+    fail "nc: client exit $crc, $(stat -c %s "$dst" 2>/dev/null || echo 0) of $((32 << 20)) bytes arrived or they differ"
+    dump_file "nc client" "$CONF_WORK/nc.client.err"
+    dump_file "nc server" "$nout"
+fi
+stop_bg "$npid"
+rm -f "$src" "$dst"
+
+port=$(free_port)
+start=$SECONDS
+echo hi | LD_LIBRARY_PATH=$LIBDIR timeout -k 5 30 env "LD_PRELOAD=$PRELOAD" nc -v -N 127.0.0.1 "$port" >/dev/null 2>"$CONF_WORK/nc.refused.err"
+rc=$?
+if ((rc == 1)) && grep -q 'refused' "$CONF_WORK/nc.refused.err" && ((SECONDS - start < 10)); then
+    pass "no listener: the preloaded nc falls back to TCP and reports: $(grep refused "$CONF_WORK/nc.refused.err")"
+else
+    fail "no listener: nc exit $rc after $((SECONDS - start)) s"
+    dump_file "nc" "$CONF_WORK/nc.refused.err"
+fi
+
+conf_finish
