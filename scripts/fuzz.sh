@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-10}
-targets=(mpa handshake segment ud_header sidr eth_frame fpdu_stream)
+targets=(mpa handshake segment ud_header sidr eth_frame fpdu_stream rsocket)
 command -v clang++ >/dev/null || { echo "clang++ missing (scripts/deps.sh test installs it)" >&2; exit 1; }
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DSOFTRDMA_FUZZ=ON -DBUILD_TESTING=OFF \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

@@ -15,6 +15,7 @@
 #include "wire/mpa.h"
 #include "wire/qp_hello.h"
 #include "wire/rdmap.h"
+#include "wire/rsocket_msg.h"
 #include "wire/sidr.h"
 #include "wire/eth_frame.h"
 #include "wire/ud_header.h"
@@ -198,6 +199,56 @@ class ArenaHandler : public transport::StreamHandler {
     }
 }
 
+// Everything an rsocket peer can send: the CM private data, control messages, and the
+// datagram headers over UDP and UD. What decodes re-encodes to the same bytes' meaning.
+[[maybe_unused]] void fuzz_rsocket(const uint8_t *d, size_t n) {
+    if (!n) return;
+    const auto in = exact(d + 1, n - 1);
+    switch (d[0] % 4) {
+        case 0: {
+            wire::RsConnData c;
+            if (!wire::decode_rs_conn_data(in, c)) return;
+            require(c.ring_size && c.ring_size <= wire::kRsImmValueMask && c.credits);
+            uint8_t out[wire::kRsConnDataLen];
+            wire::encode_rs_conn_data(c, out);
+            wire::RsConnData again;
+            require(wire::decode_rs_conn_data(out, again) && again.ring_addr == c.ring_addr &&
+                    again.ring_size == c.ring_size && again.credits == c.credits);
+            break;
+        }
+        case 1: {
+            wire::RsCtrlMsg m;
+            if (!wire::decode_rs_ctrl(in, m)) return;
+            uint8_t out[wire::kRsCtrlLen];
+            wire::encode_rs_ctrl(m, out);
+            wire::RsCtrlMsg again;
+            require(wire::decode_rs_ctrl(out, again) && again.type == m.type && again.a == m.a &&
+                    again.b == m.b && again.c == m.c && again.d == m.d);
+            break;
+        }
+        case 2: {
+            wire::RsUdpHdr h;
+            if (!wire::decode_rs_udp_hdr(in, h)) return;
+            require(h.qpn <= 0xffffff);
+            uint8_t out[wire::kRsUdpHdrLen];
+            wire::encode_rs_udp_hdr(h, out);
+            wire::RsUdpHdr again;
+            require(wire::decode_rs_udp_hdr(out, again) && again.op == h.op && again.qpn == h.qpn);
+            break;
+        }
+        default: {
+            wire::RsUdHdr h;
+            if (!wire::decode_rs_ud_hdr(in, h)) return;
+            uint8_t out[wire::kRsUdHdrLen];
+            wire::encode_rs_ud_hdr(h, out);
+            wire::RsUdHdr again;
+            require(wire::decode_rs_ud_hdr(out, again) && again.src_port == h.src_port &&
+                    again.src_qpn == h.src_qpn);
+            break;
+        }
+    }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) {
@@ -215,6 +266,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) {
     fuzz_eth_frame(d, n);
 #elif defined(SR_FUZZ_FPDU_STREAM)
     fuzz_fpdu_stream(d, n);
+#elif defined(SR_FUZZ_RSOCKET)
+    fuzz_rsocket(d, n);
 #else
 #error "define one SR_FUZZ_<TARGET>"
 #endif

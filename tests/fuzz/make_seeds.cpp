@@ -12,6 +12,7 @@
 #include "wire/mpa.h"
 #include "wire/qp_hello.h"
 #include "wire/rdmap.h"
+#include "wire/rsocket_msg.h"
 #include "wire/sidr.h"
 #include "wire/ud_header.h"
 
@@ -110,6 +111,37 @@ int main(int argc, char **argv) {
          {segment(send, Bytes(5, 0x42)), segment(write, Bytes(64, 0x77)), segment(ctl, cp)})
         stream.insert(stream.end(), s.begin(), s.end());
     put("fpdu_stream", "send_write_ack", stream);
+
+    // rsockets: first byte picks the decoder (0 connect data, 1 control, 2 UDP, 3 UD header).
+    RsConnData cd;
+    cd.credits = 256;
+    cd.iomap_size = 1;
+    cd.ring_addr = 0x7f0000001000;
+    cd.ring_rkey = 0x102;
+    cd.ring_size = 1 << 19;
+    Bytes rs(1 + kRsConnDataLen, 0);
+    encode_rs_conn_data(cd, rs.data() + 1);
+    put("rsocket", "conn_data", rs);
+    RsCtrlMsg cm;
+    cm.type = RsCtrl::kIomap;
+    cm.a = 0;
+    cm.b = 0x7f0000002000;
+    cm.c = 0x203;
+    cm.d = 4096;
+    Bytes rc(1 + kRsCtrlLen, 1);
+    encode_rs_ctrl(cm, rc.data() + 1);
+    put("rsocket", "ctrl_iomap", rc);
+    RsUdpHdr uhd;
+    uhd.qpn = 0x123456;
+    Bytes ru(1 + kRsUdpHdrLen, 2);
+    encode_rs_udp_hdr(uhd, ru.data() + 1);
+    put("rsocket", "udp_data", ru);
+    RsUdHdr udh;
+    udh.src_port = 7174;
+    udh.src_qpn = 0x654321;
+    Bytes rd(1 + kRsUdHdrLen, 3);
+    encode_rs_ud_hdr(udh, rd.data() + 1);
+    put("rsocket", "ud_header", rd);
 
     UdHeader uh;
     uh.flags = kUdFlagImm;
