@@ -12,11 +12,12 @@ void usage(FILE *to) {
     std::fputs(
         "usage: softrdma COMMAND [ARG...]\n"
         "\n"
-        "  run [--host-paths] [--] CMD [ARG...]\n"
+        "  run [--host-paths] [--rsockets] [--] CMD [ARG...]\n"
         "      run CMD and its children on softrdma: our libraries, and a private view of\n"
         "      /dev/infiniband and /sys/class/infiniband* in which our devices exist (a user\n"
         "      and mount namespace; nothing changes outside it). --host-paths (root, where no\n"
         "      namespace can be made) creates /dev/infiniband entries on this system instead.\n"
+        "      --rsockets also moves CMD's TCP sockets onto rsockets (librspreload.so).\n"
         "  devices [--json]\n"
         "      our devices: network interface, state, MTUs, node GUID and GID table\n"
         "  doctor [PROGRAM]\n"

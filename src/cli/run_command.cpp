@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
-// `softrdma run [--host-paths] [--] CMD...`: runs CMD, and everything it starts, on our
-// libraries, in a view where our devices exist at the kernel's paths.
+// `softrdma run [--host-paths] [--rsockets] [--] CMD...`: runs CMD, and everything it starts,
+// on our libraries, in a view where our devices exist at the kernel's paths; with --rsockets,
+// its TCP sockets on rsockets too (our librspreload.so preloaded).
 #include <unistd.h>
 
 #include <cstdio>
@@ -43,6 +44,7 @@ std::string library_dir() {
 
 int run_command(int argc, char **argv) {
     bool host_paths = false;
+    bool rsockets = false;
     int i = 0;
     for (; i < argc && argv[i][0] == '-'; ++i) {
         if (!std::strcmp(argv[i], "--")) {
@@ -51,13 +53,16 @@ int run_command(int argc, char **argv) {
         }
         if (!std::strcmp(argv[i], "--host-paths")) {
             host_paths = true;
+        } else if (!std::strcmp(argv[i], "--rsockets")) {
+            rsockets = true;
         } else {
             std::fprintf(stderr, "softrdma run: unknown option %s\n", argv[i]);
             return 2;
         }
     }
     if (i == argc) {
-        std::fprintf(stderr, "usage: softrdma run [--host-paths] [--] COMMAND [ARG...]\n");
+        std::fprintf(stderr,
+                     "usage: softrdma run [--host-paths] [--rsockets] [--] COMMAND [ARG...]\n");
         return 2;
     }
     const std::string libs = library_dir();
@@ -70,6 +75,16 @@ int run_command(int argc, char **argv) {
     const char *old = std::getenv("LD_LIBRARY_PATH");
     const std::string path = old && *old ? libs + ":" + old : libs;
     ::setenv("LD_LIBRARY_PATH", path.c_str(), 1);
+    if (rsockets) {
+        const std::string pre = libs + "/rsocket/librspreload.so";
+        if (::access(pre.c_str(), R_OK) != 0) {
+            std::fprintf(stderr, "softrdma run: %s not found\n", pre.c_str());
+            return 1;
+        }
+        const char *had = std::getenv("LD_PRELOAD");
+        const std::string all = had && *had ? pre + ":" + had : pre;
+        ::setenv("LD_PRELOAD", all.c_str(), 1);
+    }
 
     const auto entries = verbs::sysfs_view(verbs::scan_devices());
     std::string why;

@@ -9,6 +9,7 @@
 #      equals the original's, over QPs too.
 #   3. A preloaded client whose connect finds no listener falls back to TCP and reports
 #      "connection refused" promptly, as without the preload.
+#   4. iperf3 launched as the README says: `softrdma run --rsockets -- iperf3 ...`.
 . "$(dirname "${BASH_SOURCE[0]}")/lib/lib.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/lib/cm.sh"
 conf_init "$@"
@@ -78,6 +79,13 @@ if ((rc == 1)) && grep -q 'refused' "$CONF_WORK/nc.refused.err" && ((SECONDS - s
 else
     fail "no listener: nc exit $rc after $((SECONDS - start)) s"
     dump_file "nc" "$CONF_WORK/nc.refused.err"
+fi
+
+R=("$BINDIR/softrdma" run --rsockets)  # no "--": run_pair splits its commands there
+name=iperf3.softrdma_run
+if run_pair "$name" env SOFTRDMA_DEBUG=1 "${R[@]}" iperf3 -s -1 -p @PORT@ -- "${R[@]}" iperf3 -c 127.0.0.1 -p @PORT@ -t 1; then
+    on_qps "$name server" "$PAIR_SERVER_OUT" &&
+        pass "$name: $(grep -E 'receiver$' "$PAIR_CLIENT_OUT" | tail -1 | tr -s ' ')"
 fi
 
 conf_finish
