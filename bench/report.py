@@ -124,12 +124,20 @@ def parse_shm_baseline(text, metric):
     return {"bw": float(m.group(1))} if m else None
 
 
+def parse_rstream(text, metric):
+    # name bytes xfers iters total time Gb/sec usec/xfer (usec/xfer: one way)
+    m = re.search(r"^custom\s+\S+\s+\S+\s+\S+\s+\S+\s+[0-9.]+s\s+([0-9.]+)\s+([0-9.]+)\s*$", text, re.M)
+    if not m:
+        return None
+    return {"bw": float(m.group(1)) / 8, "lat": float(m.group(2))}
+
+
 PARSERS = {
     "ib_send_lat": parse_perftest, "ib_write_lat": parse_perftest, "ib_read_lat": parse_perftest,
     "ib_send_bw": parse_perftest, "ib_write_bw": parse_perftest, "ib_read_bw": parse_perftest,
     "sockperf": parse_sockperf, "iperf3": parse_iperf3, "ucx_perftest": parse_ucx,
     "fi_pingpong": parse_fi_pingpong, "cmtime": parse_cmtime, "tcp_connrate": parse_connrate,
-    "shm_baseline": parse_shm_baseline,
+    "shm_baseline": parse_shm_baseline, "rstream": parse_rstream,
 }
 
 
@@ -419,6 +427,46 @@ def event_driven(series, tgts):
     return row
 
 
+# ------------------------------------------------------------------ rsockets
+# rsockets (rstream, and iperf3 through librspreload.so) next to plain TCP in the same round:
+# rstream -T s (the same program on kernel sockets) and plain iperf3.
+RS_TOOLS = ("rstream", "iperf3")
+
+
+def build_rsockets(series):
+    rows = []
+    for stack in ("rsocket_shm", "rsocket_tcp"):
+        for (st, metric, tool, size, qps) in sorted(k for k in series if k[0] == stack):
+            sr = series[(st, metric, tool, size, qps)]
+            row = shape_row(sr, metric, tool, size, qps)
+            row["path"] = "same host" if stack == "rsocket_shm" else "TCP path"
+            b = series.get(("tcp", metric, tool, size, 1))
+            cell = {"test": "rstream -T s" if tool == "rstream" else "iperf3"}
+            if b and b.stats():
+                cell.update(b.stats())
+                cell["command"] = b.command
+                add_ratio(cell, series, sr, b, 1.0, metric)
+            else:
+                cell["missing"] = describe_missing(b)
+            row["baselines"]["tcp"] = cell
+            rows.append(row)
+    return rows
+
+
+def rsocket_targets(rows):
+    out = []
+    add = target_adder(out)
+    for r in rows:
+        if r["metric"] != "bw":
+            continue
+        name = f"rsockets ({r['path']}): {r['op']} bandwidth {fmt_size(r['size'])}"
+        if r["path"] == "TCP path":
+            add(name + " ≥ 90% of TCP", r, "tcp", "≥ 0.90", lambda x: x >= 0.9)
+        else:
+            add(name + " ahead of TCP", r, "tcp", "> 1", lambda x: x > 1.0)
+    return out
+
+
 # ------------------------------------------------------------------ formatting
 def fmt_size(n):
     if n >= MIB and n % MIB == 0:
@@ -449,7 +497,7 @@ def shape_name(r):
     return f"{r['op']} {kind} {fmt_size(r['size'])}{q}"
 
 
-def markdown(rows, tgts, env, notes_out, same_rows=(), same_tgts=()):
+def markdown(rows, tgts, env, notes_out, same_rows=(), same_tgts=(), rs_rows=(), rs_tgts=()):
     notes = []
 
     def note(text):
@@ -549,6 +597,24 @@ def markdown(rows, tgts, env, notes_out, same_rows=(), same_tgts=()):
                     continue
                 cells += list(bcell(r, key))
             md.append(f"| {shape_name(r)} | {sv} | " + " | ".join(cells) + " |")
+    if rs_rows:
+        md += ["", "## rsockets", "",
+               "rstream (Debian's, on our librdmacm) and iperf3 through librspreload.so, next to the same "
+               "programs on kernel TCP sockets (rstream -T s, plain iperf3) in the same round.", ""]
+        if rs_tgts:
+            md += ["| target | limit | ratio | result |", "|---|---|---|---|"]
+            for t in rs_tgts:
+                ratio = f"{t['ratio']:.2f}" if t["ratio"] is not None else "–"
+                md.append(f"| {t['target']} | {t['limit']} | {ratio} | {t['status']} |")
+            md.append("")
+        md += ["| path | shape | rsockets | TCP | ÷TCP |", "|---|---|---|---|---|"]
+        for r in rs_rows:
+            sv = fmt_stat(r["metric"], r["softrdma"]) if r["softrdma"] else note(r["softrdma_note"] or "not measured")
+            c = r["baselines"]["tcp"]
+            bv = fmt_stat(r["metric"], c) if "median" in c else note(c.get("missing") or "not measured")
+            ratio = f"{c['ratio']['median']:.2f}" if "ratio" in c else "–"
+            kind = {"lat": "latency", "bw": "bandwidth"}[r["metric"]]
+            md.append(f"| {r['path']} | {r['op']} {kind} {fmt_size(r['size'])} ({UNITS[r['metric']]}) | {sv} | {bv} | {ratio} |")
     if notes:
         md += ["", "Notes:", ""]
         md += [f"{i + 1}. {n}" for i, n in enumerate(notes)]
@@ -641,8 +707,10 @@ def main():
     event_row = event_driven(series, tgts)
     same_rows = build_same_host(series)
     same_tgts = same_host_targets(same_rows)
+    rs_rows = build_rsockets(series)
+    rs_tgts = rsocket_targets(rs_rows)
     notes = []
-    md = markdown(rows, tgts, env, notes, same_rows, same_tgts)
+    md = markdown(rows, tgts, env, notes, same_rows, same_tgts, rs_rows, rs_tgts)
     plot_err = plot(series, outdir)
     if plot_err:
         md += f"\nPlot: {plot_err}\n"
@@ -662,7 +730,8 @@ def main():
                 entry["extra_per_round"] = {str(k): v for k, v in sorted(s.extra.items())}
         raw[f"{stack}|{metric}|{test}|{size}|{qps}"] = entry
     doc = {"env": env, "series": raw, "comparisons": rows, "targets": tgts, "event_driven": event_row,
-           "same_host": {"comparisons": same_rows, "targets": same_tgts}, "notes": notes,
+           "same_host": {"comparisons": same_rows, "targets": same_tgts},
+           "rsockets": {"comparisons": rs_rows, "targets": rs_tgts}, "notes": notes,
            "plot": None if plot_err else "plot.svg", "plot_error": plot_err}
     with open(os.path.join(outdir, "results.json"), "w") as f:
         json.dump(doc, f, indent=1, ensure_ascii=False)

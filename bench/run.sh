@@ -197,7 +197,11 @@ RATE_ITERS=200000
 SP_TIME=1         # seconds per sockperf run
 IPERF_TIME=2      # seconds per iperf3 run
 CONNS=1000
+RS_LAT_ITERS=20000  # rsockets: rstream round trips of 8 B
+RS_SIZES=(65536 1048576)
+RS_BYTES=536870912  # per rstream bandwidth run
 if [ "$QUICK" = 1 ]; then
+    RS_LAT_ITERS=5000 RS_BYTES=67108864
     REPS=1 LAT_SIZES=(8 4096) BW_SIZES=(4096 65536 1048576) Q4_SIZES=(65536) SHM_LAT_SIZES=(8)
     LAT_ITERS=2000 BW_BYTES=134217728 BW_MAX_ITERS=20000 RATE_ITERS=20000 IPERF_TIME=1 CONNS=200
 fi
@@ -285,6 +289,36 @@ same_host_round() {
             raw=$RAW/mem.$p.s$s.r$rep.txt
             run_one "$raw" 60 "$SHMBASE" "$p" "$s"
             record mem bw "$p" "$s" 1 "$rep" shm_baseline "$raw"
+        done
+    done
+}
+
+# rsockets next to plain TCP, in the same program: rstream (its -T s is plain sockets) and
+# iperf3, plain and through librspreload.so; on the same-host path and on the TCP path.
+PRE=$LIB/rsocket/librspreload.so
+rsocket_round() {
+    local path s raw stack
+    local -a env t
+    for path in shm tcp plain; do
+        case $path in
+        shm) env=("${SR_SHM[@]}") t=() stack=rsocket_shm ;;
+        tcp) env=("${SR[@]}") t=() stack=rsocket_tcp ;;
+        *) env=(env) t=(-T s) stack=tcp ;;
+        esac
+        raw=$RAW/$stack.rstream.lat.s8.r$rep.txt
+        run_pair "$raw" 60 "${env[@]}" rstream "${t[@]}" -b "$ADDR" -p @PORT@ -S 8 -C 1 -I "$RS_LAT_ITERS" -- \
+            "${env[@]}" rstream "${t[@]}" -s "$ADDR" -p @PORT@ -S 8 -C 1 -I "$RS_LAT_ITERS"
+        record "$stack" lat rstream 8 1 "$rep" rstream "$raw"
+        for s in "${RS_SIZES[@]}"; do
+            raw=$RAW/$stack.rstream.bw.s$s.r$rep.txt
+            run_pair "$raw" 60 "${env[@]}" rstream "${t[@]}" -b "$ADDR" -p @PORT@ -S "$s" -C $((RS_BYTES / s)) -I 1 -- \
+                "${env[@]}" rstream "${t[@]}" -s "$ADDR" -p @PORT@ -S "$s" -C $((RS_BYTES / s)) -I 1
+            record "$stack" bw rstream "$s" 1 "$rep" rstream "$raw"
+            [ $path = plain ] && continue # plain iperf3 runs in the bandwidth round
+            raw=$RAW/$stack.iperf3.s$s.r$rep.txt
+            run_pair "$raw" 60 "${env[@]}" "LD_PRELOAD=$PRE" iperf3 -s -1 -B "$ADDR" -p @PORT@ -- \
+                "${env[@]}" "LD_PRELOAD=$PRE" iperf3 -c "$ADDR" -p @PORT@ -t "$IPERF_TIME" -l "$s" -J
+            record "$stack" bw iperf3 "$s" 1 "$rep" iperf3 "$raw"
         done
     done
 }
@@ -386,6 +420,9 @@ for ((rep = 1; rep <= REPS; rep++)); do
 
     log "round $rep/$REPS: same host (shared memory)"
     same_host_round
+
+    log "round $rep/$REPS: rsockets"
+    rsocket_round
 done
 
 # ---------------------------------------------------------------- environment and report
