@@ -22,6 +22,7 @@ constexpr uint32_t kSlots = 128;  // receives posted, and send slots
 constexpr uint32_t kRecvSlot = kGrhLen + kUdMtu;
 constexpr int kResolveMs = 2000;
 constexpr uint64_t kSpinNs = 20'000;
+constexpr size_t kMaxDests = 4096;
 
 uint64_t now_ns() {
     timespec ts;
@@ -214,6 +215,8 @@ void DgramSocket::post_recv(uint32_t slot) {
 
 void DgramSocket::learn(const sockaddr *addr, socklen_t, uint32_t qpn) {
     if (!pd_) return;
+    // Anyone can send us a datagram: the peers remembered stay bounded.
+    if (dests_.size() >= kMaxDests && !dests_.count(key_of(addr))) dests_.clear();
     Dest &d = dests_[key_of(addr)];
     if (d.ah && d.qpn == qpn) return;
     ibv_ah_attr at{};

@@ -211,8 +211,11 @@ void StreamSocket::set_failed(int err) {
 
 bool StreamSocket::progress() {
     // A connected socket hears of a disconnect from its CQ as well (the receives flush), so
-    // its CM channel, a system call per look, is read only now and then.
-    const bool cm = (!connected() || disconnected_ || ++cm_skips_ % 64 == 0) && poll_cm();
+    // its CM channel, a system call per look, is read when a sleep saw it stir, and now and
+    // then besides.
+    const bool cm =
+        (!connected() || disconnected_ || cm_stirred_ || ++cm_skips_ % 1024 == 0) && poll_cm();
+    cm_stirred_ = false;
     const bool cq = poll_cq();
     if (credit_owed_) maybe_send_credit();
     if (iomap_unsent_ && connected() && !disconnected_) announce_iomaps();
@@ -460,6 +463,7 @@ int StreamSocket::wait(Lock &lk) {
     const int e = errno;
     lk.lock();
     --waiters_;
+    if (r > 0 && p[0].revents) cm_stirred_ = true;
     if (cc_) {
         ibv_cq *cq = nullptr;
         void *ctx = nullptr;
@@ -826,7 +830,14 @@ int StreamSocket::shutdown(int how) {
 void StreamSocket::close_gracefully() {
     Lock lk(mu_);
     if (state_ == State::kListening) {
-        requests_.clear();  // their ids die unaccepted with ours
+        // Requests never accepted are refused, as a closing TCP listener resets them.
+        for (auto &ev : requests_) {
+            rdma_cm_id *cid = ev->id;
+            rdma_reject(cid, nullptr, 0);
+            ev.reset();
+            rdma_destroy_id(cid);
+        }
+        requests_.clear();
         return;
     }
     if (!connected() || disconnected_) return;
@@ -1217,6 +1228,7 @@ void StreamSocket::arm(short, std::vector<pollfd> &out) {
 
 void StreamSocket::disarm() {
     std::lock_guard lk(mu_);
+    cm_stirred_ = true;  // rpoll slept on the CM channel too: the next look reads it
     if (!cc_) return;
     ibv_cq *cq = nullptr;
     void *ctx = nullptr;

@@ -128,6 +128,7 @@ class StreamSocket final : public Socket {
     int err_ = 0;
     int waiters_ = 0;
     uint32_t cm_skips_ = 0;
+    bool cm_stirred_ = false;  // a sleep woke on the CM channel: read it at the next look
     StreamOptions opt_;
 
     ChannelPtr ch_;
