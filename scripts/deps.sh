@@ -8,7 +8,7 @@ TEST_PKGS=(googletest libgtest-dev libbenchmark-dev python3 iproute2 procps
            libibverbs-dev librdmacm-dev ibverbs-utils rdmacm-utils perftest
            clang libclang-rt-14-dev nftables ibverbs-providers
            ucx-utils openmpi-bin libopenmpi-dev libfabric-bin python3-pyverbs
-           lintian man-db)
+           lintian man-db iperf3 netcat-openbsd sockperf redis-server redis-tools)
 want=("${BUILD_PKGS[@]}")
 [ "${1:-build}" = test ] && want+=("${TEST_PKGS[@]}")
 missing=()

@@ -48,6 +48,9 @@ void resolve() {
     find(r.dup2, "dup2");
     find(r.dup3, "dup3");
     find(r.sendfile, "sendfile");
+    find(r.epoll_ctl, "epoll_ctl");
+    find(r.epoll_wait, "epoll_wait");
+    find(r.epoll_pwait, "epoll_pwait");
 }
 
 // Resolve at load: a constructor of another library may call socket() before our first use.

@@ -2,6 +2,8 @@
 // The libc functions librspreload.so stands in front of, found with dlsym(RTLD_NEXT).
 #pragma once
 #include <poll.h>
+#include <signal.h>
+#include <sys/epoll.h>
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/types.h>
@@ -40,6 +42,9 @@ struct RealCalls {
     int (*dup2)(int, int);
     int (*dup3)(int, int, int);
     ssize_t (*sendfile)(int, int, off_t *, size_t);
+    int (*epoll_ctl)(int, int, int, epoll_event *);
+    int (*epoll_wait)(int, epoll_event *, int, int);
+    int (*epoll_pwait)(int, epoll_event *, int, int, const sigset_t *);
 };
 
 // Resolved once, on first use or at load, whichever comes first.

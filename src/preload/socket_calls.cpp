@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "preload/epoll_calls.h"
 #include "preload/fd_table.h"
 #include "preload/real_calls.h"
 
@@ -269,7 +270,11 @@ ssize_t sendmsg(int fd, const struct msghdr *msg, int flags) {
 }
 
 int close(int fd) {
-    if (rsocket_of(fd) < 0) return real().close(fd);
+    if (rsocket_of(fd) < 0) {
+        if (softrdma::preload::any_epoll_sets()) softrdma::preload::forget_epoll_set(fd);
+        return real().close(fd);
+    }
+    if (softrdma::preload::any_epoll_sets()) softrdma::preload::forget_epoll_member(fd);
     const int last = softrdma::preload::unmap_fd(fd);
     real().close(fd);
     if (last >= 0) rclose(last);

@@ -10,6 +10,9 @@
 #   3. A preloaded client whose connect finds no listener falls back to TCP and reports
 #      "connection refused" promptly, as without the preload.
 #   4. iperf3 launched as the README says: `softrdma run --rsockets -- iperf3 ...`.
+#   5. Servers built on epoll: sockperf's ping-pong server, and redis-server driven by
+#      redis-benchmark (SET/GET/INCR/LPUSH) and redis-cli (a value set, then read back), all
+#      preloaded, over QPs.
 . "$(dirname "${BASH_SOURCE[0]}")/lib/lib.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/lib/cm.sh"
 conf_init "$@"
@@ -17,6 +20,9 @@ cm_init
 require_pkg_prog iperf3 iperf3
 require_pkg_prog nc netcat-openbsd
 require_pkg_prog sha256sum coreutils
+require_pkg_prog sockperf sockperf
+require_pkg_prog redis-server redis-server
+require_pkg_prog redis-benchmark redis-tools
 PRELOAD=$LIBDIR/rsocket/librspreload.so
 [[ -e $PRELOAD ]] || die "no $PRELOAD (build target rspreload first)"
 P=(env "LD_PRELOAD=$PRELOAD" SOFTRDMA_DEBUG=1)
@@ -79,6 +85,48 @@ if ((rc == 1)) && grep -q 'refused' "$CONF_WORK/nc.refused.err" && ((SECONDS - s
 else
     fail "no listener: nc exit $rc after $((SECONDS - start)) s"
     dump_file "nc" "$CONF_WORK/nc.refused.err"
+fi
+
+# sockperf's server serves until it is stopped.
+port=$(free_port)
+if start_bg sockperf "$port" "${P[@]}" sockperf server --tcp -i 127.0.0.1 -p "$port"; then
+    spid=$BG_PID
+    sout=$BG_OUT
+    if run_cmd sockperf.client "${P[@]}" sockperf ping-pong --tcp -i 127.0.0.1 -p "$port" -m 14 -t 1 &&
+        grep -q 'percentile 50.000' "$RUN_OUT"; then
+        on_qps "sockperf server" "$sout" && on_qps "sockperf client" "$RUN_OUT" &&
+            pass "sockperf: an epoll server over QPs; $(grep -o 'percentile 50.000 = *[0-9.]*' "$RUN_OUT")"
+    else
+        fail "sockperf: client $(describe_rc "$RUN_RC" "$CONF_PAIR_TIMEOUT"), or no latency reported"
+        dump_file "sockperf client" "$RUN_OUT"
+        dump_file "sockperf server" "$sout"
+    fi
+    stop_bg "$spid"
+fi
+
+port=$(free_port)
+if start_bg redis "$port" "${P[@]}" redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no; then
+    rpid=$BG_PID
+    rout=$BG_OUT
+    if run_cmd redis.benchmark env "LD_PRELOAD=$PRELOAD" redis-benchmark -h 127.0.0.1 -p "$port" \
+        -n 20000 -c 8 -t set,get,incr,lpush -q; then
+        bench=$RUN_OUT
+        run_cmd redis.set env "LD_PRELOAD=$PRELOAD" redis-cli -h 127.0.0.1 -p "$port" set softrdma:key rsockets-value
+        run_cmd redis.get env "LD_PRELOAD=$PRELOAD" redis-cli -h 127.0.0.1 -p "$port" get softrdma:key
+        if [[ $(cat "$RUN_OUT") == rsockets-value ]] && grep -q 'GET: [0-9.]* requests per second' "$bench"; then
+            on_qps redis.server "$rout" &&
+                pass "redis: redis-benchmark and redis-cli over QPs; $(grep -o 'GET: [0-9.]* requests per second' "$bench")"
+        else
+            fail "redis: the value did not come back, or no GET rate"
+            dump_file "redis-benchmark" "$bench"
+            dump_file "redis-cli get" "$RUN_OUT"
+        fi
+    else
+        fail "redis: redis-benchmark $(describe_rc "$RUN_RC" "$CONF_PAIR_TIMEOUT")"
+        dump_file "redis-benchmark" "$RUN_OUT"
+        dump_file "redis-server" "$rout"
+    fi
+    stop_bg "$rpid"
 fi
 
 R=("$BINDIR/softrdma" run --rsockets)  # no "--": run_pair splits its commands there
