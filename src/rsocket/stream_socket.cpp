@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "rsocket/keepalive.h"
 #include "rsocket/socket_table.h"
 
 namespace softrdma::rs {
@@ -240,8 +241,11 @@ bool StreamSocket::poll_cq() {
                 }
                 handle_recv(w);
             } else {
+                // A message the peer never acknowledged: it is gone (TCP says ETIMEDOUT).
                 if (w.status != IBV_WC_SUCCESS)
-                    set_failed(w.status == IBV_WC_WR_FLUSH_ERR ? 0 : ECONNRESET);
+                    set_failed(w.status == IBV_WC_WR_FLUSH_ERR    ? 0
+                               : w.status == IBV_WC_RETRY_EXC_ERR ? ETIMEDOUT
+                                                                  : ECONNRESET);
                 if (w.wr_id & kCtrlTag) --ctrl_inflight_;
                 data_inflight_ -= uint32_t(w.wr_id >> 32) & 0xffff;
                 sbuf_tail_ += uint32_t(w.wr_id);
@@ -556,6 +560,7 @@ int StreamSocket::accept(sockaddr *addr, socklen_t *len) {
             std::memcpy(&child->peer_addr_, peer, addr_len(peer));
             if (addr && len) copy_addr(peer, addr, len);
             const int fd = child->fd_;
+            if (child->opt_.keepalive) watch_keepalive(child);
             register_socket(std::move(child));
             return fd;
         }
@@ -860,6 +865,16 @@ void StreamSocket::close_gracefully() {
         }
     }
     rdma_disconnect(id_.get());
+}
+
+void StreamSocket::keepalive_tick(uint64_t now_s) {
+    std::lock_guard lk(mu_);
+    if (!opt_.keepalive || !connected() || disconnected_) return;
+    progress();  // an earlier keepalive's failure lands here
+    if (now_s - keepalive_sent_s_ < uint64_t(opt_.keepidle)) return;
+    wire::RsCtrlMsg m;
+    m.type = wire::RsCtrl::kKeepalive;
+    if (send_ctrl(m)) keepalive_sent_s_ = now_s;
 }
 
 // ---- addresses and options -------------------------------------------------------------------

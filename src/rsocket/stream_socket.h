@@ -43,7 +43,7 @@ struct IomapEntry {
     bool announced = false;
 };
 
-class StreamSocket final : public Socket {
+class StreamSocket final : public Socket, public std::enable_shared_from_this<StreamSocket> {
   public:
     // A new, unconnected socket; nullptr with errno on failure.
     static std::shared_ptr<StreamSocket> create(int domain);
@@ -74,6 +74,9 @@ class StreamSocket final : public Socket {
 
     // Tell the peer we are done and wait (bounded) for our writes to be acknowledged.
     void close_gracefully();
+
+    // Called about once a second by the keepalive thread: a keepalive message when one is due.
+    void keepalive_tick(uint64_t now_s);
 
   private:
     enum class State {
@@ -128,7 +131,8 @@ class StreamSocket final : public Socket {
     int err_ = 0;
     int waiters_ = 0;
     uint32_t cm_skips_ = 0;
-    bool cm_stirred_ = false;  // a sleep woke on the CM channel: read it at the next look
+    bool cm_stirred_ = false;
+    uint64_t keepalive_sent_s_ = 0;  // a sleep woke on the CM channel: read it at the next look
     StreamOptions opt_;
 
     ChannelPtr ch_;

@@ -11,7 +11,9 @@
 #include <rdma/rsocket.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "process/harness.h"
@@ -330,6 +332,63 @@ TEST(Rsocket, DatagramsEchoWithTheirSourceAddress) {
             }
         }
         PCHECK_EQ(answered, 300);
+        rclose(fd);
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(server, client));
+}
+
+// The packets our one QP has received, as `softrdma stat` reports them for this process.
+uint64_t rcvd_pkts_of_self() {
+    const std::string cmd = std::string(SR_CLI) + " stat " + std::to_string(getpid()) + " 2>&1";
+    FILE *p = popen(cmd.c_str(), "r");
+    PCHECK(p);
+    std::string out;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    pclose(p);
+    const size_t at = out.find("rcvd_pkts ");
+    PCHECK(at != std::string::npos);
+    return std::stoull(out.substr(at + 10));
+}
+
+// SO_KEEPALIVE with TCP_KEEPIDLE 1 on the listener (the accepted socket takes it): an idle
+// connection still carries a message a second from the server, and both read the options back.
+TEST(Rsocket, KeepaliveMessagesFlowOnAnIdleConnection) {
+    auto server = [](Oob &oob) {
+        const int lfd = rsocket(AF_INET, SOCK_STREAM, 0);
+        int one = 1, idle = 1;
+        PCHECK(rsetsockopt(lfd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one) == 0);
+        PCHECK(rsetsockopt(lfd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle) == 0);
+        int zero = 0;
+        PCHECK_EQ(rsetsockopt(lfd, IPPROTO_TCP, TCP_KEEPIDLE, &zero, sizeof zero), -1);
+        PCHECK_EQ(errno, EINVAL);
+        sockaddr_in a = loopback(0);
+        PCHECK(rbind(lfd, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0);
+        socklen_t len = sizeof a;
+        PCHECK(rgetsockname(lfd, reinterpret_cast<sockaddr *>(&a), &len) == 0);
+        PCHECK(rlisten(lfd, 1) == 0);
+        oob.put(uint16_t(ntohs(a.sin_port)));
+        const int fd = raccept(lfd, nullptr, nullptr);
+        PCHECK(fd >= 0);
+        int v = 0;
+        len = sizeof v;
+        PCHECK(rgetsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &v, &len) == 0 && v == 1);
+        PCHECK(rgetsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &v, &len) == 0 && v == 1);
+        char c;
+        PCHECK_EQ(rrecv(fd, &c, 1, 0), 0);  // idle until the client closes
+        rclose(fd);
+        rclose(lfd);
+        return 0;
+    };
+    auto client = [](Oob &oob) {
+        const int fd = connect_to(oob);
+        usleep(300 * 1000);
+        const uint64_t before = rcvd_pkts_of_self();
+        usleep(3500 * 1000);  // nothing sent either way: only keepalives
+        const uint64_t after = rcvd_pkts_of_self();
+        PCHECK(after >= before + 2);
         rclose(fd);
         return 0;
     };
