@@ -95,7 +95,7 @@ bool is_wildcard(const sockaddr *a) {
 }  // namespace
 
 std::shared_ptr<DgramSocket> DgramSocket::create(int domain) {
-    std::shared_ptr<DgramSocket> s(new DgramSocket());
+    auto s = std::make_shared<DgramSocket>(Key{});
     if (!s->init(domain)) return nullptr;
     return s;
 }

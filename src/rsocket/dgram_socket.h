@@ -24,8 +24,14 @@ struct AhFree {
 using AhPtr = std::unique_ptr<ibv_ah, AhFree>;
 
 class DgramSocket final : public Socket {
+    // Made only through create() (and accept()): the constructor's key is private.
+    struct Key {
+        explicit Key() = default;
+    };
+
   public:
     static std::shared_ptr<DgramSocket> create(int domain);
+    explicit DgramSocket(Key) {}
     ~DgramSocket() override;
 
     int bind(const sockaddr *addr, socklen_t len) override;
@@ -59,7 +65,6 @@ class DgramSocket final : public Socket {
         std::vector<uint8_t> data;
     };
 
-    DgramSocket() = default;
     bool init(int domain);
     int ensure_qp(const sockaddr *toward);
     bool progress();

@@ -110,7 +110,7 @@ bool int_opt(const void *val, socklen_t len, int &out) {
 }  // namespace
 
 std::shared_ptr<StreamSocket> StreamSocket::create(int domain) {
-    std::shared_ptr<StreamSocket> s(new StreamSocket());
+    auto s = std::make_shared<StreamSocket>(Key{});
     if (!s->init_new(domain)) return nullptr;
     return s;
 }
@@ -520,7 +520,7 @@ int StreamSocket::accept(sockaddr *addr, socklen_t *len) {
             CmEventPtr ev = std::move(requests_.front());
             requests_.erase(requests_.begin());
             rdma_cm_id *cid = ev->id;
-            std::shared_ptr<StreamSocket> child(new StreamSocket());
+            auto child = std::make_shared<StreamSocket>(Key{});
             child->domain_ = domain_;
             child->opt_ = opt_;
             child->nonblock_ = false;

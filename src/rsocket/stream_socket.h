@@ -44,10 +44,16 @@ struct IomapEntry {
 };
 
 class StreamSocket final : public Socket, public std::enable_shared_from_this<StreamSocket> {
+    // Made only through create() (and accept()): the constructor's key is private.
+    struct Key {
+        explicit Key() = default;
+    };
+
   public:
     // A new, unconnected socket; nullptr with errno on failure.
     static std::shared_ptr<StreamSocket> create(int domain);
 
+    explicit StreamSocket(Key) {}
     ~StreamSocket() override;
 
     int bind(const sockaddr *addr, socklen_t len) override;
@@ -92,7 +98,6 @@ class StreamSocket final : public Socket, public std::enable_shared_from_this<St
     };
     using Lock = std::unique_lock<std::mutex>;
 
-    StreamSocket() = default;
     bool init_new(int domain);
     int setup_qp(rdma_cm_id *id);
     wire::RsConnData local_conn_data() const;
