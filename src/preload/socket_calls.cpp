@@ -19,6 +19,7 @@
 
 #include "preload/epoll_calls.h"
 #include "preload/fd_table.h"
+#include "preload/fork_mode.h"
 #include "preload/real_calls.h"
 
 using softrdma::preload::real;
@@ -63,6 +64,22 @@ void apply_env_options(int rs) {
     }
 }
 
+// The rsocket behind fd for a data call; in fork mode, a connection waiting to move moves now.
+int rs_for_data(int fd) {
+    if (softrdma::preload::fork_mode()) softrdma::preload::settle_fork(fd);
+    return rsocket_of(fd);
+}
+
+// Whether fd is a TCP socket of the kernel's (fork mode moves only those).
+bool kernel_tcp(int fd) {
+    int proto = 0, domain = 0;
+    socklen_t l = sizeof proto;
+    if (real().getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &l) != 0) return false;
+    l = sizeof domain;
+    if (real().getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &l) != 0) return false;
+    return proto == IPPROTO_TCP && (domain == AF_INET || domain == AF_INET6);
+}
+
 // Drop fd's rsocket, closing it with its last placeholder.
 void release(int fd) {
     const int last = softrdma::preload::unmap_fd(fd);
@@ -92,10 +109,13 @@ int connect_over_tcp(int fd, int rs, const sockaddr *addr, socklen_t len) {
     return real().connect(fd, addr, len);
 }
 
-int accept_common(int fd, sockaddr *addr, socklen_t *len, int flags) {
+int accept_common(int fd, sockaddr *addr, socklen_t *len, int flags, const void *caller) {
     const int rs = rsocket_of(fd);
     if (rs < 0) {
-        return flags ? real().accept4(fd, addr, len, flags) : real().accept(fd, addr, len);
+        const int c = flags ? real().accept4(fd, addr, len, flags) : real().accept(fd, addr, len);
+        if (c >= 0 && softrdma::preload::fork_mode() && !from_softrdma(caller) && kernel_tcp(c))
+            softrdma::preload::fork_pending(c, true);
+        return c;
     }
     const int ph = softrdma::preload::make_placeholder(flags & SOCK_CLOEXEC);
     if (ph < 0) return -1;
@@ -166,7 +186,9 @@ int fcntl_common(int fd, int cmd, va_list ap) {
 extern "C" {
 
 int socket(int domain, int type, int protocol) {
-    if (!is_tcp(domain, type, protocol) || from_softrdma(__builtin_return_address(0)))
+    // In fork mode TCP sockets start as the kernel's and move at their first data call.
+    if (!is_tcp(domain, type, protocol) || softrdma::preload::fork_mode() ||
+        from_softrdma(__builtin_return_address(0)))
         return real().socket(domain, type, protocol);
     const int ph = softrdma::preload::make_placeholder(type & SOCK_CLOEXEC);
     if (ph < 0) return real().socket(domain, type, protocol);
@@ -191,16 +213,25 @@ int listen(int fd, int backlog) {
 }
 
 int accept(int fd, struct sockaddr *addr, socklen_t *len) {
-    return accept_common(fd, addr, len, 0);
+    return accept_common(fd, addr, len, 0, __builtin_return_address(0));
 }
 
 int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags) {
-    return accept_common(fd, addr, len, flags);
+    return accept_common(fd, addr, len, flags, __builtin_return_address(0));
 }
 
 int connect(int fd, const struct sockaddr *addr, socklen_t len) {
     const int rs = rsocket_of(fd);
-    if (rs < 0) return real().connect(fd, addr, len);
+    if (rs < 0) {
+        const int r = real().connect(fd, addr, len);
+        if ((r == 0 || errno == EINPROGRESS) && softrdma::preload::fork_mode() &&
+            !from_softrdma(__builtin_return_address(0)) && kernel_tcp(fd)) {
+            const int e = errno;
+            softrdma::preload::fork_pending(fd, false);
+            errno = e;
+        }
+        return r;
+    }
     if (rconnect(rs, addr, len) == 0) return 0;
     switch (errno) {
         case ECONNREFUSED:
@@ -217,59 +248,60 @@ int connect(int fd, const struct sockaddr *addr, socklen_t len) {
 }
 
 ssize_t read(int fd, void *buf, size_t n) {
-    const int rs = rsocket_of(fd);
+    const int rs = rs_for_data(fd);
     return rs >= 0 ? rread(rs, buf, n) : real().read(fd, buf, n);
 }
 
 ssize_t readv(int fd, const struct iovec *iov, int iovcnt) {
-    const int rs = rsocket_of(fd);
+    const int rs = rs_for_data(fd);
     return rs >= 0 ? rreadv(rs, iov, iovcnt) : real().readv(fd, iov, iovcnt);
 }
 
 ssize_t write(int fd, const void *buf, size_t n) {
-    const int rs = rsocket_of(fd);
+    const int rs = rs_for_data(fd);
     return rs >= 0 ? rwrite(rs, buf, n) : real().write(fd, buf, n);
 }
 
 ssize_t writev(int fd, const struct iovec *iov, int iovcnt) {
-    const int rs = rsocket_of(fd);
+    const int rs = rs_for_data(fd);
     return rs >= 0 ? rwritev(rs, iov, iovcnt) : real().writev(fd, iov, iovcnt);
 }
 
 ssize_t recv(int fd, void *buf, size_t n, int flags) {
-    const int rs = rsocket_of(fd);
+    const int rs = rs_for_data(fd);
     return rs >= 0 ? rrecv(rs, buf, n, flags) : real().recv(fd, buf, n, flags);
 }
 
 ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *src, socklen_t *len) {
-    const int rs = rsocket_of(fd);
+    const int rs = rs_for_data(fd);
     return rs >= 0 ? rrecvfrom(rs, buf, n, flags, src, len)
                    : real().recvfrom(fd, buf, n, flags, src, len);
 }
 
 ssize_t recvmsg(int fd, struct msghdr *msg, int flags) {
-    const int rs = rsocket_of(fd);
+    const int rs = rs_for_data(fd);
     return rs >= 0 ? rrecvmsg(rs, msg, flags) : real().recvmsg(fd, msg, flags);
 }
 
 ssize_t send(int fd, const void *buf, size_t n, int flags) {
-    const int rs = rsocket_of(fd);
+    const int rs = rs_for_data(fd);
     return rs >= 0 ? rsend(rs, buf, n, flags) : real().send(fd, buf, n, flags);
 }
 
 ssize_t sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *dst,
                socklen_t len) {
-    const int rs = rsocket_of(fd);
+    const int rs = rs_for_data(fd);
     return rs >= 0 ? rsendto(rs, buf, n, flags, dst, len)
                    : real().sendto(fd, buf, n, flags, dst, len);
 }
 
 ssize_t sendmsg(int fd, const struct msghdr *msg, int flags) {
-    const int rs = rsocket_of(fd);
+    const int rs = rs_for_data(fd);
     return rs >= 0 ? rsendmsg(rs, msg, flags) : real().sendmsg(fd, msg, flags);
 }
 
 int close(int fd) {
+    if (softrdma::preload::fork_mode()) softrdma::preload::fork_pending_clear(fd);
     if (rsocket_of(fd) < 0) {
         if (softrdma::preload::any_epoll_sets()) softrdma::preload::forget_epoll_set(fd);
         return real().close(fd);
@@ -366,7 +398,7 @@ int dup3(int oldfd, int newfd, int flags) {
 }
 
 ssize_t sendfile(int out_fd, int in_fd, off_t *offset, size_t count) {
-    const int rs = rsocket_of(out_fd);
+    const int rs = rs_for_data(out_fd);
     if (rs < 0) return real().sendfile(out_fd, in_fd, offset, count);
     static thread_local char buf[64 << 10];
     size_t done = 0;

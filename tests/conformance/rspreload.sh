@@ -10,6 +10,9 @@
 #   3. A preloaded client whose connect finds no listener falls back to TCP and reports
 #      "connection refused" promptly, as without the preload.
 #   4. iperf3 launched as the README says: `softrdma run --rsockets -- iperf3 ...`.
+#   6. RDMAV_FORK_SAFE=1 (rdma-core's fork support): a forking server (Python's
+#      ForkingTCPServer) echoes 3 MB to each of two clients from forked children, whose
+#      connections moved onto QPs at their first data call; every echo checked.
 #   5. Servers built on epoll: sockperf's ping-pong server, and redis-server driven by
 #      redis-benchmark (SET/GET/INCR/LPUSH) and redis-cli (a value set, then read back), all
 #      preloaded, over QPs.
@@ -127,6 +130,31 @@ if start_bg redis "$port" "${P[@]}" redis-server --port "$port" --bind 127.0.0.1
         dump_file "redis-server" "$rout"
     fi
     stop_bg "$rpid"
+fi
+
+# Fork mode: the children of a forking server serve the connections, over QPs.
+FE=$(dirname "${BASH_SOURCE[0]}")/lib/fork_echo.py
+port=$(free_port)
+if start_bg fork_echo "$port" env RDMAV_FORK_SAFE=1 "${P[@]}" python3 "$FE" server "$port" 2; then
+    fpid=$BG_PID
+    fout=$BG_OUT
+    ok=1
+    for c in 1 2; do
+        if ! run_cmd fork_echo.client$c env RDMAV_FORK_SAFE=1 "LD_PRELOAD=$PRELOAD" python3 "$FE" client "$port" 3000000 ||
+            ! grep -q '^match 3000000$' "$RUN_OUT"; then
+            fail "fork mode: client $c: $(describe_rc "$RUN_RC" "$CONF_PAIR_TIMEOUT")"
+            dump_file "client $c" "$RUN_OUT"
+            ok=0
+        fi
+    done
+    wait_exit "$fpid" 20 >/dev/null 2>&1
+    if ((ok)) && [[ $(grep -c 'echoed 3000000$' "$fout") == 2 && $(grep -cE '^softrdma: qp [0-9]+: connected' "$fout") -ge 2 ]]; then
+        pass "fork mode: two forked children echoed 3 MB each over QPs, checked"
+    elif ((ok)); then
+        fail "fork mode: the children did not both serve over QPs"
+        dump_file "fork_echo server" "$fout"
+    fi
+    stop_bg "$fpid"
 fi
 
 R=("$BINDIR/softrdma" run --rsockets)  # no "--": run_pair splits its commands there
