@@ -81,8 +81,9 @@ int run_command(int argc, char **argv) {
             std::fprintf(stderr, "softrdma run: %s not found\n", pre.c_str());
             return 1;
         }
+        // After what is preloaded already: a sanitizer's runtime must stay first.
         const char *had = std::getenv("LD_PRELOAD");
-        const std::string all = had && *had ? pre + ":" + had : pre;
+        const std::string all = had && *had ? std::string(had) + ":" + pre : pre;
         ::setenv("LD_PRELOAD", all.c_str(), 1);
     }
 

@@ -28,6 +28,9 @@ require_pkg_prog redis-server redis-server
 require_pkg_prog redis-benchmark redis-tools
 PRELOAD=$LIBDIR/rsocket/librspreload.so
 [[ -e $PRELOAD ]] || die "no $PRELOAD (build target rspreload first)"
+# After whatever is preloaded already (the sanitizer run preloads its runtime, which must
+# come first).
+PRELOAD=${LD_PRELOAD:+$LD_PRELOAD:}$PRELOAD
 P=(env "LD_PRELOAD=$PRELOAD" SOFTRDMA_DEBUG=1)
 
 # on_qps <name> <file>: the program's connections were made by our CM and verbs.

@@ -5,7 +5,8 @@
 #   rsocket_two_hosts.sh <libdir>
 . "$(dirname "${BASH_SOURCE[0]}")/lib/two_hosts.sh"
 two_hosts_up "$1" rstream rcopy iperf3 nc sha256sum
-pre="LD_PRELOAD=$libdir/rsocket/librspreload.so"
+# After the sanitizer runtime when the ASan run preloads it (it must come first).
+pre="LD_PRELOAD=${SR_NETNS_PRELOAD:+$SR_NETNS_PRELOAD:}$libdir/rsocket/librspreload.so"
 
 pair rstream 7471 rstream -b "$ipa" -p 7471 -T b -- rstream -s "$ipa" -p 7471 -T b
 grep -qE '^1m_bw ' "$work/rstream.cli" || { echo "FAIL: rstream printed no 1m_bw row"; fails=$((fails + 1)); }
