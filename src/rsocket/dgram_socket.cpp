@@ -18,7 +18,7 @@ namespace {
 constexpr uint32_t kGrhLen = 40;
 constexpr uint32_t kUdMtu = 4096;  // the device's active MTU: the largest UD message
 constexpr uint32_t kMaxPayload = kUdMtu - wire::kRsUdHdrLen;
-constexpr uint32_t kSlots = 128;  // receives posted, and send slots
+constexpr uint32_t kSlots = 256;  // receives posted, and send slots
 constexpr uint32_t kRecvSlot = kGrhLen + kUdMtu;
 constexpr int kResolveMs = 2000;
 constexpr uint64_t kSpinNs = 20'000;
