@@ -256,6 +256,13 @@ bool StreamSocket::poll_cq() {
     return any;
 }
 
+// A peer that breaks the protocol loses the connection, as a TCP peer gets a reset: the
+// application sees ECONNRESET (or EOF for what it has read by then), nothing else happens.
+void StreamSocket::protocol_broken() {
+    set_failed(ECONNRESET);
+    rdma_disconnect(id_.get());
+}
+
 void StreamSocket::handle_recv(const ibv_wc &w) {
     const auto slot = uint32_t(w.wr_id);
     if (w.opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
@@ -265,15 +272,13 @@ void StreamSocket::handle_recv(const ibv_wc &w) {
             case wire::RsOp::kData:
                 // More than the ring holds is a peer that does not follow the protocol.
                 if (v != w.byte_len || rx_end_ + v - rx_head_ > ring_size_) {
-                    set_failed(EPROTO);
-                    rdma_disconnect(id_.get());
+                    protocol_broken();
                     return;
                 }
                 rx_end_ += v;
                 break;
             default:
-                set_failed(EPROTO);
-                rdma_disconnect(id_.get());
+                protocol_broken();
                 return;
         }
         ++rx_msgs_;
@@ -282,8 +287,7 @@ void StreamSocket::handle_recv(const ibv_wc &w) {
         wire::RsCtrlMsg m;
         const uint8_t *p = slots_.get() + size_t(slot) * wire::kRsCtrlLen;
         if (!wire::decode_rs_ctrl({p, w.byte_len}, m)) {
-            set_failed(EPROTO);
-            rdma_disconnect(id_.get());
+            protocol_broken();
             return;
         }
         switch (m.type) {
@@ -709,7 +713,7 @@ ssize_t StreamSocket::sendmsg(const iovec *iov, int iovcnt, int flags, const soc
     Lock lk(mu_);
     if (state_ == State::kResolvingAddr || state_ == State::kResolvingRoute ||
         state_ == State::kConnecting || state_ == State::kAccepting) {
-        if (wait_connected(lk) != 0) return errno == EAGAIN ? -1 : fail(ENOTCONN);
+        if (wait_connected(lk) != 0) return -1;  // EAGAIN, or why the connection failed
     }
     if (!connected()) return fail(state_ == State::kFailed ? ECONNRESET : ENOTCONN);
     const size_t total = iov_total(iov, iovcnt);
@@ -719,7 +723,7 @@ ssize_t StreamSocket::sendmsg(const iovec *iov, int iovcnt, int flags, const soc
         if (wr_shut_) return fail(EPIPE);
         if (disconnected_) {
             if (done) break;
-            return fail(err_ && err_ != EPROTO ? err_ : EPIPE);
+            return fail(err_ ? err_ : EPIPE);
         }
         if (total == 0) break;
         bool inl = false;
@@ -771,7 +775,7 @@ ssize_t StreamSocket::recvmsg(const iovec *iov, int iovcnt, int flags, sockaddr 
     Lock lk(mu_);
     if (state_ == State::kResolvingAddr || state_ == State::kResolvingRoute ||
         state_ == State::kConnecting || state_ == State::kAccepting) {
-        if (wait_connected(lk) != 0) return errno == EAGAIN ? -1 : fail(ENOTCONN);
+        if (wait_connected(lk) != 0) return -1;  // EAGAIN, or why the connection failed
     }
     if (!connected()) return fail(state_ == State::kFailed ? ECONNRESET : ENOTCONN);
     const size_t total = iov_total(iov, iovcnt);

@@ -113,6 +113,7 @@ class StreamSocket final : public Socket, public std::enable_shared_from_this<St
     void announce_iomaps();
     bool send_ctrl(const wire::RsCtrlMsg &m);
     void set_failed(int err);
+    void protocol_broken();
     int wait(Lock &lk);            // sleep until something may have changed; -1/errno
     int wait_connected(Lock &lk);  // drive a connect or accept to its end
     size_t send_room(size_t want, bool &inl) const;  // inl: small enough to go inline

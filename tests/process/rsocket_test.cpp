@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "process/cm_helpers.h"
 #include "process/harness.h"
 
 using namespace sr_test;
@@ -24,14 +25,6 @@ namespace {
 
 uint8_t pat(size_t i) {
     return uint8_t(i * 131 + (i >> 11));
-}
-
-sockaddr_in loopback(uint16_t port) {
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    return a;
 }
 
 // A counter of our one QP ("rcvd_pkts", "sent_pkts"), as `softrdma stat` reports it.
@@ -393,6 +386,98 @@ TEST(Rsocket, KeepaliveMessagesFlowOnAnIdleConnection) {
         usleep(3500 * 1000);  // nothing sent either way: only keepalives
         const uint64_t after = qp_counter_of_self("rcvd_pkts");
         PCHECK(after >= before + 2);
+        rclose(fd);
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(server, client));
+}
+
+// A peer that speaks the connect data right and then breaks the protocol (an immediate with an
+// op no rsocket sends) loses its connection: the server's rrecv ends, nothing else happens,
+// and the listener goes on to serve a well-behaved client.
+TEST(Rsocket, AProtocolBreakingPeerLosesItsConnectionOnly) {
+    auto server = [](Oob &oob) {
+        const int lfd = listen_and_tell(oob);
+        const int bad = raccept(lfd, nullptr, nullptr);
+        PCHECK(bad >= 0);
+        char b[64];
+        const uint64_t t0 = now_ms();
+        // Torn down, no data delivered: EOF, or ECONNRESET when the break came before the
+        // connection was seen established.
+        const ssize_t n = rrecv(bad, b, sizeof b, 0);
+        PCHECK(n == 0 || (n == -1 && errno == ECONNRESET));
+        PCHECK(now_ms() - t0 < 10000);
+        rclose(bad);
+        const int good = raccept(lfd, nullptr, nullptr);
+        PCHECK(good >= 0);
+        PCHECK_EQ(rrecv(good, b, 2, MSG_WAITALL), 2);
+        PCHECK(std::memcmp(b, "ok", 2) == 0);
+        PCHECK_EQ(rsend(good, "ok", 2, 0), 2);
+        oob.barrier();
+        rclose(good);
+        rclose(lfd);
+        return 0;
+    };
+    auto client = [](Oob &oob) {
+        const uint16_t port = oob.get<uint16_t>();
+        rdma_event_channel *ch = rdma_create_event_channel();
+        PCHECK(ch);
+        rdma_cm_id *id = resolved_id(ch, port);
+        ibv_qp_init_attr qa{};
+        qa.qp_type = IBV_QPT_RC;
+        qa.cap.max_send_wr = qa.cap.max_recv_wr = 8;
+        qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
+        PCHECK(rdma_create_qp(id, nullptr, &qa) == 0);
+        static uint8_t ring[4096];
+        ibv_mr *mr =
+            ibv_reg_mr(id->pd, ring, sizeof ring, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+        PCHECK(mr);
+        // The connect data of an rsocket (docs/wire.md 9.5), big-endian.
+        uint8_t pd[40] = {};
+        pd[0] = 1;
+        pd[3] = 16;  // credits
+        const uint64_t addr = reinterpret_cast<uintptr_t>(ring);
+        for (int i = 0; i < 8; ++i) pd[8 + i] = uint8_t(addr >> (56 - 8 * i));
+        for (int i = 0; i < 4; ++i) pd[16 + i] = uint8_t(mr->rkey >> (24 - 8 * i));
+        pd[22] = 0x10;  // 4096
+        rdma_conn_param p{};
+        p.private_data = pd;
+        p.private_data_len = sizeof pd;
+        p.responder_resources = p.initiator_depth = 1;
+        p.retry_count = 7;
+        PCHECK(rdma_connect(id, &p) == 0);
+        rdma_cm_event *ev = wait_event(ch, RDMA_CM_EVENT_ESTABLISHED);
+        PCHECK(ev->param.conn.private_data_len >= 40);
+        const auto *sp = static_cast<const uint8_t *>(ev->param.conn.private_data);
+        uint64_t raddr = 0;
+        uint32_t rkey = 0;
+        for (int i = 0; i < 8; ++i) raddr = raddr << 8 | sp[8 + i];
+        for (int i = 0; i < 4; ++i) rkey = rkey << 8 | sp[16 + i];
+        rdma_ack_cm_event(ev);
+        // 16 bytes into its ring with an immediate whose op (7) no rsocket sends.
+        ibv_sge sge{reinterpret_cast<uintptr_t>(ring), 16, mr->lkey};
+        ibv_send_wr wr{}, *badwr = nullptr;
+        wr.sg_list = &sge;
+        wr.num_sge = 1;
+        wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+        wr.send_flags = IBV_SEND_SIGNALED;
+        wr.imm_data = htonl(7u << 29 | 16);
+        wr.wr.rdma.remote_addr = raddr;
+        wr.wr.rdma.rkey = rkey;
+        PCHECK(ibv_post_send(id->qp, &wr, &badwr) == 0);
+        rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_DISCONNECTED));
+        rdma_destroy_qp(id);
+        ibv_dereg_mr(mr);
+        rdma_destroy_id(id);
+        rdma_destroy_event_channel(ch);
+
+        const int fd = rsocket(AF_INET, SOCK_STREAM, 0);
+        const sockaddr_in a = loopback(port);
+        PCHECK(rconnect(fd, reinterpret_cast<const sockaddr *>(&a), sizeof a) == 0);
+        PCHECK_EQ(rsend(fd, "ok", 2, 0), 2);
+        char b[2];
+        PCHECK_EQ(rrecv(fd, b, 2, MSG_WAITALL), 2);
+        oob.barrier();
         rclose(fd);
         return 0;
     };
