@@ -94,31 +94,42 @@ if start_bg rcopy "$port" rcopy -p "$port"; then
 fi
 rm -f "$src" "$dst"
 
-# udpong: the server loops until killed; it listens on UDP, so wait for its line instead.
+# udpong: the server loops until killed; it listens on UDP, so wait for its socket instead.
+# Its client resends after 1 ms without an answer, and every late answer then stays queued
+# for the rest of the run (each later exchange reads a stale one first and resends again):
+# one scheduling hiccup of a loaded machine snowballs into timeouts. A second run is allowed,
+# with a NOTE; a second failure is a failure.
 UDP_ROWS=(64_lat 128_lat 192_lat 256_lat 384_lat 512_lat 768_lat 1k_lat 1.5k_lat
     64_bw 128_bw 192_bw 256_bw 384_bw 512_bw 768_bw 1k_bw 1.5k_bw)
-port=$(free_port)
-uout=$CONF_WORK/udpong.server.out
-LD_LIBRARY_PATH=$LIBDIR timeout -k 5 120 udpong -b 127.0.0.1 -p "$port" >"$uout" 2>&1 </dev/null &
-upid=$!
-CONF_PIDS+=("$upid")
-for ((i = 0; i < 50; i++)); do
-    grep -q ":$(printf '%04X' "$port") " /proc/net/udp 2>/dev/null && break
-    sleep 0.1
+for attempt in 1 2; do
+    port=$(free_port)
+    uout=$CONF_WORK/udpong.server.$attempt.out
+    LD_LIBRARY_PATH=$LIBDIR timeout -k 5 120 udpong -b 127.0.0.1 -p "$port" >"$uout" 2>&1 </dev/null &
+    upid=$!
+    CONF_PIDS+=("$upid")
+    for ((i = 0; i < 50; i++)); do
+        grep -q ":$(printf '%04X' "$port") " /proc/net/udp 2>/dev/null && break
+        sleep 0.1
+    done
+    ok=0
+    if run_cmd udpong.client.$attempt udpong -s 127.0.0.1 -p "$port"; then
+        missing_rows=()
+        for row in "${UDP_ROWS[@]}"; do grep -qE "^$row +" "$RUN_OUT" || missing_rows+=("$row"); done
+        ((${#missing_rows[@]} == 0)) && is_alive "$upid" && ok=1
+    fi
+    stop_bg "$upid"
+    if ((ok)); then
+        pass "udpong: all 18 rows, exit 0; $(grep -E '^64_lat' "$RUN_OUT" | tr -s ' ')"
+        break
+    fi
+    if ((attempt == 1)); then
+        note "udpong: run 1 incomplete (rows missing: ${missing_rows[*]:-?}, client $(describe_rc "$RUN_RC" "$CONF_PAIR_TIMEOUT")); once more"
+        dump_file "udpong client, run 1" "$RUN_OUT"
+    else
+        fail "udpong: client $(describe_rc "$RUN_RC" "$CONF_PAIR_TIMEOUT"), rows missing: ${missing_rows[*]:-?}"
+        dump_file "udpong client" "$RUN_OUT"
+        dump_file "udpong server" "$uout"
+    fi
 done
-if run_cmd udpong.client udpong -s 127.0.0.1 -p "$port"; then
-    rows_present udpong "$RUN_OUT" "${UDP_ROWS[@]}" &&
-        if is_alive "$upid"; then
-            pass "udpong: all 18 rows, exit 0; $(grep -E '^64_lat' "$RUN_OUT" | tr -s ' ')"
-        else
-            fail "udpong: the server died during the run"
-            dump_file "udpong server" "$uout"
-        fi
-else
-    fail "udpong: client $(describe_rc "$RUN_RC" "$CONF_PAIR_TIMEOUT")"
-    dump_file "udpong client" "$RUN_OUT"
-    dump_file "udpong server" "$uout"
-fi
-stop_bg "$upid"
 
 conf_finish
