@@ -24,6 +24,7 @@ namespace {
 
 enum : uint8_t { kNone = 0, kActive = 1, kPassive = 2 };
 std::array<std::atomic<uint8_t>, kMaxFds> g_pending{};
+std::array<std::atomic<bool>, kMaxFds> g_app{};
 
 // The offer the accepting side sends: a tag, then the port of its rsocket listener.
 constexpr uint32_t kOfferTag = 0x5253464b;  // "RSFK"
@@ -153,6 +154,15 @@ void fork_pending(int fd, bool passive) {
 
 void fork_pending_clear(int fd) {
     set_pending(fd, kNone);
+    if (fd >= 0 && fd < kMaxFds) g_app[size_t(fd)].store(false, std::memory_order_release);
+}
+
+void mark_app_socket(int fd) {
+    if (fd >= 0 && fd < kMaxFds) g_app[size_t(fd)].store(true, std::memory_order_release);
+}
+
+bool app_socket(int fd) {
+    return fd >= 0 && fd < kMaxFds && g_app[size_t(fd)].load(std::memory_order_acquire);
 }
 
 void settle_fork(int fd) {

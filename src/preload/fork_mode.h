@@ -10,6 +10,11 @@
 namespace softrdma::preload {
 
 bool fork_mode();
+// fd is a TCP socket the application made (fork mode moves only those and what they accept:
+// our own libraries' sockets are told apart when they are made, since a sanitizer's runtime
+// may stand between accept() and its caller).
+void mark_app_socket(int fd);
+bool app_socket(int fd);
 // fd was accepted (passive) or connected (active) by a fork-mode socket: it moves at its first
 // data call.
 void fork_pending(int fd, bool passive);

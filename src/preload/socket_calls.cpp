@@ -70,16 +70,6 @@ int rs_for_data(int fd) {
     return rsocket_of(fd);
 }
 
-// Whether fd is a TCP socket of the kernel's (fork mode moves only those).
-bool kernel_tcp(int fd) {
-    int proto = 0, domain = 0;
-    socklen_t l = sizeof proto;
-    if (real().getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &l) != 0) return false;
-    l = sizeof domain;
-    if (real().getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &l) != 0) return false;
-    return proto == IPPROTO_TCP && (domain == AF_INET || domain == AF_INET6);
-}
-
 // Drop fd's rsocket, closing it with its last placeholder.
 void release(int fd) {
     const int last = softrdma::preload::unmap_fd(fd);
@@ -109,12 +99,14 @@ int connect_over_tcp(int fd, int rs, const sockaddr *addr, socklen_t len) {
     return real().connect(fd, addr, len);
 }
 
-int accept_common(int fd, sockaddr *addr, socklen_t *len, int flags, const void *caller) {
+int accept_common(int fd, sockaddr *addr, socklen_t *len, int flags) {
     const int rs = rsocket_of(fd);
     if (rs < 0) {
         const int c = flags ? real().accept4(fd, addr, len, flags) : real().accept(fd, addr, len);
-        if (c >= 0 && softrdma::preload::fork_mode() && !from_softrdma(caller) && kernel_tcp(c))
+        if (c >= 0 && softrdma::preload::fork_mode() && softrdma::preload::app_socket(fd)) {
+            softrdma::preload::mark_app_socket(c);
             softrdma::preload::fork_pending(c, true);
+        }
         return c;
     }
     const int ph = softrdma::preload::make_placeholder(flags & SOCK_CLOEXEC);
@@ -186,10 +178,14 @@ int fcntl_common(int fd, int cmd, va_list ap) {
 extern "C" {
 
 int socket(int domain, int type, int protocol) {
-    // In fork mode TCP sockets start as the kernel's and move at their first data call.
-    if (!is_tcp(domain, type, protocol) || softrdma::preload::fork_mode() ||
-        from_softrdma(__builtin_return_address(0)))
+    if (!is_tcp(domain, type, protocol) || from_softrdma(__builtin_return_address(0)))
         return real().socket(domain, type, protocol);
+    // In fork mode TCP sockets start as the kernel's and move at their first data call.
+    if (softrdma::preload::fork_mode()) {
+        const int fd = real().socket(domain, type, protocol);
+        softrdma::preload::mark_app_socket(fd);
+        return fd;
+    }
     const int ph = softrdma::preload::make_placeholder(type & SOCK_CLOEXEC);
     if (ph < 0) return real().socket(domain, type, protocol);
     const int rs = rsocket(domain, type, protocol);
@@ -213,11 +209,11 @@ int listen(int fd, int backlog) {
 }
 
 int accept(int fd, struct sockaddr *addr, socklen_t *len) {
-    return accept_common(fd, addr, len, 0, __builtin_return_address(0));
+    return accept_common(fd, addr, len, 0);
 }
 
 int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags) {
-    return accept_common(fd, addr, len, flags, __builtin_return_address(0));
+    return accept_common(fd, addr, len, flags);
 }
 
 int connect(int fd, const struct sockaddr *addr, socklen_t len) {
@@ -225,7 +221,7 @@ int connect(int fd, const struct sockaddr *addr, socklen_t len) {
     if (rs < 0) {
         const int r = real().connect(fd, addr, len);
         if ((r == 0 || errno == EINPROGRESS) && softrdma::preload::fork_mode() &&
-            !from_softrdma(__builtin_return_address(0)) && kernel_tcp(fd)) {
+            softrdma::preload::app_socket(fd)) {
             const int e = errno;
             softrdma::preload::fork_pending(fd, false);
             errno = e;
