@@ -13,7 +13,8 @@
 # results.json, results.md and plot.svg into outdir; raw tool outputs stay in outdir/raw.
 #
 # Knobs (environment): BENCH_REPS (rounds, default 3), BENCH_QUICK=1 (smoke test: one round,
-# fewer sizes and iterations), BENCH_PIN=0 (do not pin server to CPU1 / client to CPU0).
+# fewer sizes and iterations), BENCH_PIN=0 (do not pin server to CPU1 / client to CPU0),
+# BENCH_ONLY=rsockets (only the rsockets section and the plain iperf3 runs it compares with).
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -347,6 +348,17 @@ log "outdir $OUT, $REPS round(s), pin=${PIN}, load: $(cut -d' ' -f1-3 /proc/load
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 write_missing
 for ((rep = 1; rep <= REPS; rep++)); do
+    if [ "${BENCH_ONLY:-}" = rsockets ]; then
+        for s in "${RS_SIZES[@]}"; do
+            raw=$RAW/tcp.iperf3.s$s.q1.r$rep.txt
+            run_pair "$raw" 60 iperf3 -s -1 -B "$ADDR" -p @PORT@ -- \
+                iperf3 -c "$ADDR" -p @PORT@ -t "$IPERF_TIME" -l "$s" -J
+            record tcp bw iperf3 "$s" 1 "$rep" iperf3 "$raw"
+        done
+        log "round $rep/$REPS: rsockets"
+        rsocket_round
+        continue
+    fi
     log "round $rep/$REPS: latency"
     for s in "${LAT_SIZES[@]}"; do
         n=$(lat_iters "$s")
