@@ -656,16 +656,18 @@ def plot(series, outdir):
                     f.write(f"{size} {st['median']} {st['min']} {st['max']}\n")
             style = "lw 2" if stack == "softrdma" else "lw 1 dt 2"
             cmds[metric].append(f"'{name}' using 1:2:3:4 with yerrorlines {style} title '{title}'")
+    if not cmds["lat"] and not cmds["bw"]:
+        return "no perftest series to plot (BENCH_ONLY?)"
     body = [
         "set termoption noenhanced",
         "set multiplot layout 1,2 title 'softrdma vs. baselines on 127.0.0.1 (median of rounds, bars: min-max)'",
         "set logscale x 2", "set format x '%.0b%B'", "set grid", "set key opaque box font ',9'",
         "set xlabel 'message size (bytes)'",
         "set logscale y", "set ylabel 'one-way latency (µs)'", "set title 'Latency'", "set key bottom right",
-        "plot " + ", ".join(cmds["lat"]) if cmds["lat"] else "plot 1/0 notitle",
+        "plot " + ", ".join(cmds["lat"]) if cmds["lat"] else "plot 0 with lines lc rgb 'white' notitle",
         "unset logscale y", "set yrange [0:*]", "set ylabel 'bandwidth (GB/s)'",
         "set title 'Bandwidth, 1 QP / 1 stream'", "set key top left",
-        "plot " + ", ".join(cmds["bw"]) if cmds["bw"] else "plot 1/0 notitle",
+        "plot " + ", ".join(cmds["bw"]) if cmds["bw"] else "plot 0 with lines lc rgb 'white' notitle",
         "unset multiplot",
     ]
     # SVG for the report, PNG for viewers without SVG support.
