@@ -664,10 +664,10 @@ def plot(series, outdir):
         "set logscale x 2", "set format x '%.0b%B'", "set grid", "set key opaque box font ',9'",
         "set xlabel 'message size (bytes)'",
         "set logscale y", "set ylabel 'one-way latency (µs)'", "set title 'Latency'", "set key bottom right",
-        "plot " + ", ".join(cmds["lat"]) if cmds["lat"] else "plot 0 with lines lc rgb 'white' notitle",
+        "plot " + ", ".join(cmds["lat"]) if cmds["lat"] else "plot 1 with lines lc rgb 'white' notitle",
         "unset logscale y", "set yrange [0:*]", "set ylabel 'bandwidth (GB/s)'",
         "set title 'Bandwidth, 1 QP / 1 stream'", "set key top left",
-        "plot " + ", ".join(cmds["bw"]) if cmds["bw"] else "plot 0 with lines lc rgb 'white' notitle",
+        "plot " + ", ".join(cmds["bw"]) if cmds["bw"] else "plot 1 with lines lc rgb 'white' notitle",
         "unset multiplot",
     ]
     # SVG for the report, PNG for viewers without SVG support.
