@@ -14,10 +14,12 @@
 #include <cerrno>
 #include <climits>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
 
+#include "common/clock.h"
 #include "preload/epoll_calls.h"
 #include "preload/fd_table.h"
 #include "preload/real_calls.h"
@@ -40,15 +42,12 @@ struct Sets {
 };
 
 Sets &sets() {
-    alignas(Sets) static unsigned char storage[sizeof(Sets)];
-    static Sets *s = std::construct_at(reinterpret_cast<Sets *>(storage));
+    static auto *s = std::make_unique<Sets>().release();  // never destroyed
     return *s;
 }
 
 uint64_t now_ms() {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return uint64_t(ts.tv_sec) * 1000 + uint64_t(ts.tv_nsec) / 1'000'000;
+    return now_ns() / 1'000'000;
 }
 
 short to_poll(uint32_t ev) {

@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/clock.h"
+
 #include "wire/rsocket_msg.h"
 
 namespace softrdma::rs {
@@ -23,12 +25,6 @@ constexpr uint32_t kRecvSlot = kGrhLen + kUdMtu;
 constexpr int kResolveMs = 2000;
 constexpr uint64_t kSpinNs = 20'000;
 constexpr size_t kMaxDests = 4096;
-
-uint64_t now_ns() {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return uint64_t(ts.tv_sec) * 1'000'000'000ull + uint64_t(ts.tv_nsec);
-}
 
 size_t iov_total(const iovec *iov, int iovcnt) {
     size_t n = 0;
@@ -501,10 +497,7 @@ void DgramSocket::arm(short, std::vector<pollfd> &out) {
 }
 
 void DgramSocket::disarm_locked() {
-    if (!cc_) return;
-    ibv_cq *cq = nullptr;
-    void *ctx = nullptr;
-    while (ibv_get_cq_event(cc_.get(), &cq, &ctx) == 0) ibv_ack_cq_events(cq, 1);
+    if (cc_) drain_cq_events(cc_.get());
 }
 
 void DgramSocket::disarm() {

@@ -6,10 +6,12 @@
 #include <time.h>
 
 #include <algorithm>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
 
+#include "common/clock.h"
 #include "rsocket/stream_socket.h"
 
 namespace softrdma::rs {
@@ -22,15 +24,8 @@ struct Watch {
 };
 
 Watch &watch() {
-    alignas(Watch) static unsigned char storage[sizeof(Watch)];
-    static Watch *w = std::construct_at(reinterpret_cast<Watch *>(storage));
+    static auto *w = std::make_unique<Watch>().release();  // never destroyed
     return *w;
-}
-
-uint64_t now_s() {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return uint64_t(ts.tv_sec);
 }
 
 [[noreturn]] void run() {
@@ -48,7 +43,7 @@ uint64_t now_s() {
             for (auto &p : v)
                 if (auto s = p.lock()) live.push_back(std::move(s));
         }
-        const uint64_t now = now_s();
+        const uint64_t now = now_ns() / 1'000'000'000;
         for (auto &s : live) s->keepalive_tick(now);
     }
 }

@@ -7,18 +7,13 @@
 #include <memory>
 #include <vector>
 
+#include "common/clock.h"
 #include "rsocket/socket_table.h"
 
 namespace softrdma::rs {
 namespace {
 
 constexpr uint64_t kSpinNs = 10'000;  // look again for this long before sleeping
-
-uint64_t now_ns() {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return uint64_t(ts.tv_sec) * 1'000'000'000ull + uint64_t(ts.tv_nsec);
-}
 
 // One look at everything: rsockets through their state, ordinary fds through poll(0).
 int look(pollfd *fds, nfds_t nfds, const std::vector<std::shared_ptr<Socket>> &socks,

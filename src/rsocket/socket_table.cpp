@@ -16,8 +16,7 @@ struct Table {
 
 // Never destroyed: a socket may still be closed from another library's exit handler.
 Table &table() {
-    alignas(Table) static unsigned char storage[sizeof(Table)];
-    static Table *t = std::construct_at(reinterpret_cast<Table *>(storage));
+    static auto *t = std::make_unique<Table>().release();
     return *t;
 }
 

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/clock.h"
 #include "rsocket/keepalive.h"
 #include "rsocket/socket_table.h"
 
@@ -30,12 +31,6 @@ constexpr int kResolveMs = 2000;
 constexpr uint64_t kSpinNs = 20'000;  // poll before sleeping: a wake-up costs more
 constexpr int kCloseWaitMs = 5000;
 constexpr size_t kSendLowat = 2048;  // staging space worth a write (rdma-core's RS_SNDLOWAT)
-
-uint64_t now_ns() {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return uint64_t(ts.tv_sec) * 1'000'000'000ull + uint64_t(ts.tv_nsec);
-}
 
 void set_nonblock(int fd) {
     const int fl = ::fcntl(fd, F_GETFL);
@@ -472,11 +467,7 @@ int StreamSocket::wait(Lock &lk) {
     lk.lock();
     --waiters_;
     if (r > 0 && p[0].revents) cm_stirred_ = true;
-    if (cc_) {
-        ibv_cq *cq = nullptr;
-        void *ctx = nullptr;
-        while (ibv_get_cq_event(cc_.get(), &cq, &ctx) == 0) ibv_ack_cq_events(cq, 1);
-    }
+    if (cc_) drain_cq_events(cc_.get());
     if (r < 0 && e == EINTR) return fail(EINTR);
     return 0;
 }
@@ -624,6 +615,16 @@ int StreamSocket::wait_connected(Lock &lk) {
     }
 }
 
+// A data call on a socket still connecting drives the connect (or finds it failed).
+int StreamSocket::usable(Lock &lk) {
+    if (state_ == State::kResolvingAddr || state_ == State::kResolvingRoute ||
+        state_ == State::kConnecting || state_ == State::kAccepting) {
+        if (wait_connected(lk) != 0) return -1;  // EAGAIN, or why the connection failed
+    }
+    if (!connected()) return fail(state_ == State::kFailed ? ECONNRESET : ENOTCONN);
+    return 0;
+}
+
 // ---- data ------------------------------------------------------------------------------------
 
 size_t StreamSocket::send_room(size_t want, bool &inl) const {
@@ -711,11 +712,7 @@ bool StreamSocket::post_write(ibv_sge &sge, ibv_wr_opcode op, uint64_t remote_ad
 ssize_t StreamSocket::sendmsg(const iovec *iov, int iovcnt, int flags, const sockaddr *,
                               socklen_t) {
     Lock lk(mu_);
-    if (state_ == State::kResolvingAddr || state_ == State::kResolvingRoute ||
-        state_ == State::kConnecting || state_ == State::kAccepting) {
-        if (wait_connected(lk) != 0) return -1;  // EAGAIN, or why the connection failed
-    }
-    if (!connected()) return fail(state_ == State::kFailed ? ECONNRESET : ENOTCONN);
+    if (usable(lk) != 0) return -1;
     const size_t total = iov_total(iov, iovcnt);
     const bool dontwait = nonblock_ || (flags & MSG_DONTWAIT);
     size_t done = 0;
@@ -773,11 +770,7 @@ size_t StreamSocket::copy_out(const iovec *iov, int iovcnt, size_t total, bool p
 ssize_t StreamSocket::recvmsg(const iovec *iov, int iovcnt, int flags, sockaddr *from,
                               socklen_t *fromlen) {
     Lock lk(mu_);
-    if (state_ == State::kResolvingAddr || state_ == State::kResolvingRoute ||
-        state_ == State::kConnecting || state_ == State::kAccepting) {
-        if (wait_connected(lk) != 0) return -1;  // EAGAIN, or why the connection failed
-    }
-    if (!connected()) return fail(state_ == State::kFailed ? ECONNRESET : ENOTCONN);
+    if (usable(lk) != 0) return -1;
     const size_t total = iov_total(iov, iovcnt);
     const bool dontwait = nonblock_ || (flags & MSG_DONTWAIT);
     const bool waitall = (flags & MSG_WAITALL) && !(flags & MSG_PEEK);
@@ -1248,10 +1241,7 @@ void StreamSocket::arm(short, std::vector<pollfd> &out) {
 void StreamSocket::disarm() {
     std::lock_guard lk(mu_);
     cm_stirred_ = true;  // rpoll slept on the CM channel too: the next look reads it
-    if (!cc_) return;
-    ibv_cq *cq = nullptr;
-    void *ctx = nullptr;
-    while (ibv_get_cq_event(cc_.get(), &cq, &ctx) == 0) ibv_ack_cq_events(cq, 1);
+    if (cc_) drain_cq_events(cc_.get());
 }
 
 }  // namespace softrdma::rs

@@ -34,6 +34,14 @@ struct CmEventAck {
     void operator()(rdma_cm_event *e) const { rdma_ack_cm_event(e); }
 };
 
+// Takes (and acknowledges) every CQ event the channel holds, so the next arm starts clean.
+// The channel's fd is non-blocking: this never waits.
+inline void drain_cq_events(ibv_comp_channel *cc) {
+    ibv_cq *cq = nullptr;
+    void *ctx = nullptr;
+    while (ibv_get_cq_event(cc, &cq, &ctx) == 0) ibv_ack_cq_events(cq, 1);
+}
+
 using ChannelPtr = std::unique_ptr<rdma_event_channel, ChannelFree>;
 using IdPtr = std::unique_ptr<rdma_cm_id, IdFree>;
 using PdPtr = std::unique_ptr<ibv_pd, PdFree>;
