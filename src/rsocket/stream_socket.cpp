@@ -637,13 +637,28 @@ size_t StreamSocket::send_room(size_t want, bool &inl) const {
         inl = true;  // no staging needed
         return n;
     }
-    const uint64_t used = sbuf_head_ - sbuf_tail_;
     const uint64_t contig = opt_.sbuf_size - sbuf_head_ % opt_.sbuf_size;
-    const size_t m = std::min<uint64_t>({n, opt_.sbuf_size - used, contig});
+    const size_t m = staging_room(n);
     // Not a sliver of staging space either: a write that small costs as much as a large one.
     // Only the end of the staging ring, once per turn, may give less.
     if (m < std::min<size_t>(n, kSendLowat) && m != contig) return 0;
     return m;
+}
+
+// Of n bytes, how many fit the staging ring without wrapping.
+size_t StreamSocket::staging_room(size_t n) const {
+    const uint64_t used = sbuf_head_ - sbuf_tail_;
+    return std::min<uint64_t>(
+        {n, opt_.sbuf_size - used, opt_.sbuf_size - sbuf_head_ % opt_.sbuf_size});
+}
+
+// Copies n bytes of the iovec list (skip bytes in) into the staging ring: the sge that sends
+// them from there.
+ibv_sge StreamSocket::stage(const iovec *iov, int iovcnt, size_t skip, size_t n) {
+    uint8_t *dst = sbuf_.get() + sbuf_head_ % opt_.sbuf_size;
+    gather(dst, iov, iovcnt, skip, n);
+    sbuf_head_ += n;
+    return {reinterpret_cast<uintptr_t>(dst), uint32_t(n), sbuf_mr_->lkey};
 }
 
 void StreamSocket::post_data(const iovec *iov, int iovcnt, size_t skip, size_t n, bool inl) {
@@ -662,12 +677,8 @@ void StreamSocket::post_data(const iovec *iov, int iovcnt, size_t skip, size_t n
             sge.addr = reinterpret_cast<uintptr_t>(small);
         }
     } else {
-        uint8_t *dst = sbuf_.get() + sbuf_head_ % opt_.sbuf_size;
-        gather(dst, iov, iovcnt, skip, n);
-        sge.addr = reinterpret_cast<uintptr_t>(dst);
-        sge.lkey = sbuf_mr_->lkey;
+        sge = stage(iov, iovcnt, skip, n);
         staged = uint32_t(n);
-        sbuf_head_ += n;
     }
     sge.length = uint32_t(n);
     if (post_write(sge, IBV_WR_RDMA_WRITE_WITH_IMM, peer_.ring_addr + tx_placed_ % peer_.ring_size,
@@ -1162,12 +1173,7 @@ ssize_t StreamSocket::iowrite(const void *buf, size_t len, off_t offset, int fla
         n = std::min<size_t>(n, kMaxTransfer);
         const bool inl = n <= opt_.inline_size;
         size_t room = 0;
-        if (data_inflight_ < opt_.sq_size) {
-            const uint64_t used = sbuf_head_ - sbuf_tail_;
-            room = inl ? n
-                       : std::min<uint64_t>({n, opt_.sbuf_size - used,
-                                             opt_.sbuf_size - sbuf_head_ % opt_.sbuf_size});
-        }
+        if (data_inflight_ < opt_.sq_size) room = inl ? n : staging_room(n);
         if (room == 0) {
             if (progress()) continue;
             if (dontwait) {
@@ -1183,12 +1189,9 @@ ssize_t StreamSocket::iowrite(const void *buf, size_t len, off_t offset, int fla
         if (inl) {
             sge.addr = reinterpret_cast<uintptr_t>(buf) + done;
         } else {
-            uint8_t *dst = sbuf_.get() + sbuf_head_ % opt_.sbuf_size;
-            std::memcpy(dst, static_cast<const uint8_t *>(buf) + done, n);
-            sge.addr = reinterpret_cast<uintptr_t>(dst);
-            sge.lkey = sbuf_mr_->lkey;
+            const iovec v{const_cast<void *>(buf), len};
+            sge = stage(&v, 1, done, n);
             staged = uint32_t(n);
-            sbuf_head_ += n;
         }
         sge.length = uint32_t(n);
         // A plain write: the peer learns of it from memory or from a later rsend, which RC

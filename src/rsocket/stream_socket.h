@@ -118,6 +118,8 @@ class StreamSocket final : public Socket, public std::enable_shared_from_this<St
     int wait_connected(Lock &lk);  // drive a connect or accept to its end
     int usable(Lock &lk);          // 0, or -1 with errno: why data cannot move (yet)
     size_t send_room(size_t want, bool &inl) const;  // inl: small enough to go inline
+    size_t staging_room(size_t n) const;
+    ibv_sge stage(const iovec *iov, int iovcnt, size_t skip, size_t n);
     void post_data(const iovec *iov, int iovcnt, size_t skip, size_t n, bool inl);
     bool post_write(ibv_sge &sge, ibv_wr_opcode op, uint64_t remote_addr, uint32_t rkey,
                     uint32_t imm_be, uint32_t staged, bool inl);
