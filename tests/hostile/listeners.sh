@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-2-Clause
 # Hostile peers against real servers on our libraries, launched as the README tells a user:
-# Debian's rping -s -P, cmtime, ucmatose and rdma_server (CM listeners) and ibv_rc_pingpong's
-# QP listener (raw verbs), on 127.0.0.1. Each attack (tests/hostile/attack.py) keeps its
-# connections open while a legitimate client runs; the client must succeed, moving checked
+# Debian's rping -s -P, cmtime, ucmatose, rdma_server and rstream (CM listeners, the last an
+# rsocket's) and ibv_rc_pingpong's QP listener (raw verbs), on 127.0.0.1. Each attack
+# (tests/hostile/attack.py) keeps its connections open while a legitimate client runs; the client must succeed, moving checked
 # data, within LEGIT_LIMIT seconds. On the persistent servers the server's descriptors and
 # threads must come back to where they were once the attack is gone, and its memory within
 # RSS_SLACK_KB. Slow peers must be cut off at the MPA request timeout (10 s, siw's).
@@ -182,6 +182,10 @@ for a in "junk 300" "half 300" "flood 1000"; do
     p=$(free_port)
     oneshot "rdma_server.$mode" "$mode" "$count" "$p" rdma_server -p "$p" -- \
         rdma_client -s $ADDR -p "$p"
+    # An rsocket listener: rstream's server, one blocking transfer run.
+    p=$(free_port)
+    oneshot "rstream.$mode" "$mode" "$count" "$p" rstream -b $ADDR -p "$p" -S 1000 -C 100 -I 1 -T b -- \
+        rstream -s $ADDR -p "$p" -S 1000 -C 100 -I 1 -T b
 done
 
 # 3. The raw-verbs QP listener: ibv_rc_pingpong's server QP, dialed by a client whose GID
