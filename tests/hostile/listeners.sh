@@ -4,9 +4,10 @@
 # Debian's rping -s -P, cmtime, ucmatose, rdma_server and rstream (CM listeners, the last an
 # rsocket's) and ibv_rc_pingpong's QP listener (raw verbs), on 127.0.0.1. Each attack
 # (tests/hostile/attack.py) keeps its connections open while a legitimate client runs; the
-# client must succeed, moving checked data, within LEGIT_LIMIT seconds. On the persistent servers the server's descriptors and
-# threads must come back to where they were once the attack is gone, and its memory within
-# RSS_SLACK_KB. Slow peers must be cut off at the MPA request timeout (10 s, siw's).
+# client must succeed, moving checked data, within LEGIT_LIMIT seconds. On the persistent
+# servers the server's descriptors and threads must come back to where they were once the attack
+# is gone, and its memory within RSS_SLACK_KB. Slow peers must be cut off at the MPA request
+# timeout (10 s, siw's).
 #   usage: listeners.sh <libdir> <bindir>
 : "${CONF_BUDGET:=280}"
 . "$(dirname "${BASH_SOURCE[0]}")/../conformance/lib/lib.sh"
