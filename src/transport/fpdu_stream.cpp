@@ -243,7 +243,7 @@ bool FpduStream::send_now(const wire::SegmentHeader &h, std::span<const uint8_t>
     uint8_t f[kMaxSmallFrame];
     const size_t n = encode_frame(h, payload, f);
     // All or nothing: half a frame would leave the peer lost in the stream.
-    if (tx_shm_ && shm_->tx().room() < n) return false;
+    if (tx_shm_ && shm_->tx().room_for(n) < n) return false;
     const iovec v{f, n};
     return tx_writev(&v, 1) == ssize_t(n);
 }

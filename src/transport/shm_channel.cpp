@@ -39,7 +39,9 @@ int slice(const iovec *v, int cnt, int idx, size_t off, uint64_t n, iovec *out, 
 }  // namespace
 
 int64_t shm_write_chunks(ShmRing &r, const iovec *v, int cnt, const ShmRefRule &rule) {
-    uint64_t room = r.room();
+    uint64_t want = 0;
+    for (int i = 0; i < cnt && i < kMaxChunks; ++i) want += kRefChunk + v[i].iov_len;
+    uint64_t room = r.room_for(want);
     uint8_t heads[kMaxChunks][kRefChunk];
     iovec out[2 * kMaxChunks];
     int nout = 0, nchunk = 0;

@@ -10,10 +10,10 @@ namespace softrdma::transport {
 
 int64_t ShmRing::write(const iovec *iov, int cnt) {
     const uint64_t head = ctl_->head.load(std::memory_order_relaxed);
-    const uint64_t tail = ctl_->tail.load(std::memory_order_acquire);
-    const uint64_t used = head - tail;
-    if (used > cap_) return -1;
-    uint64_t room = cap_ - used;
+    uint64_t want = 0;
+    for (int i = 0; i < cnt; ++i) want += iov[i].iov_len;
+    uint64_t room = room_for(want);
+    if (room == 0 && head - seen_tail_ > cap_) return -1;
     uint64_t pos = head;
     for (int i = 0; i < cnt && room; ++i) {
         AppMemoryAccess app;  // gathers from registered memory
@@ -21,9 +21,9 @@ int64_t ShmRing::write(const iovec *iov, int cnt) {
         uint64_t len = std::min<uint64_t>(iov[i].iov_len, room);
         room -= len;
         while (len) {
-            const uint64_t at = pos % cap_;
-            const uint64_t k = std::min(len, cap_ - at);
-            std::memcpy(data_ + at, src, k);
+            const uint64_t a = at(pos);
+            const uint64_t k = std::min(len, cap_ - a);
+            std::memcpy(data_ + a, src, k);
             src += k;
             pos += k;
             len -= k;
@@ -35,10 +35,13 @@ int64_t ShmRing::write(const iovec *iov, int cnt) {
     return int64_t(pos - head);
 }
 
-// The tail is loaded seq_cst (a plain load on x86) so that wait_for_room can use this.
-uint64_t ShmRing::room() const {
-    const uint64_t used =
-        ctl_->head.load(std::memory_order_relaxed) - ctl_->tail.load(std::memory_order_seq_cst);
+// A fresh tail is loaded seq_cst (a plain load on x86) so that wait_for_room can use this.
+uint64_t ShmRing::room_for(uint64_t want) {
+    const uint64_t head = ctl_->head.load(std::memory_order_relaxed);
+    uint64_t used = head - seen_tail_;
+    if (used <= cap_ && cap_ - used >= want) return cap_ - used;
+    seen_tail_ = ctl_->tail.load(std::memory_order_seq_cst);
+    used = head - seen_tail_;
     return used > cap_ ? 0 : cap_ - used;
 }
 
@@ -69,8 +72,11 @@ void ShmRing::release() {
 
 int64_t ShmRing::take(const iovec *iov, int cnt) {
     const uint64_t tail = rpos_;
-    const uint64_t head = ctl_->head.load(std::memory_order_acquire);
-    const uint64_t avail = head - tail;
+    uint64_t want = 0;
+    for (int i = 0; i < cnt; ++i) want += iov[i].iov_len;
+    // The producer's index is fetched only when what was seen of it does not cover the read.
+    if (seen_head_ - tail < want) seen_head_ = ctl_->head.load(std::memory_order_acquire);
+    const uint64_t avail = seen_head_ - tail;
     if (avail > cap_) return -1;
     uint64_t left = avail;
     uint64_t pos = tail;
@@ -80,9 +86,9 @@ int64_t ShmRing::take(const iovec *iov, int cnt) {
         uint64_t len = std::min<uint64_t>(iov[i].iov_len, left);
         left -= len;
         while (len) {
-            const uint64_t at = pos % cap_;
-            const uint64_t k = std::min(len, cap_ - at);
-            std::memcpy(dst, data_ + at, k);
+            const uint64_t a = at(pos);
+            const uint64_t k = std::min(len, cap_ - a);
+            std::memcpy(dst, data_ + a, k);
             dst += k;
             pos += k;
             len -= k;
@@ -92,9 +98,11 @@ int64_t ShmRing::take(const iovec *iov, int cnt) {
     return int64_t(pos - tail);
 }
 
-// The head is loaded seq_cst (a plain load on x86) so that sleep can use this.
-bool ShmRing::readable() const {
-    return ctl_->head.load(std::memory_order_seq_cst) != rpos_;
+// A fresh head is loaded seq_cst (a plain load on x86) so that sleep can use this.
+bool ShmRing::readable() {
+    if (seen_head_ != rpos_) return true;
+    seen_head_ = ctl_->head.load(std::memory_order_seq_cst);
+    return seen_head_ != rpos_;
 }
 
 bool ShmRing::sleep() {

@@ -34,13 +34,21 @@ class ShmRing {
         : ctl_(ctl),
           data_(data),
           cap_(capacity),
-          rpos_(ctl->tail.load(std::memory_order_relaxed)) {}
+          mask_((capacity & (capacity - 1)) == 0 ? capacity - 1 : 0),
+          rpos_(ctl->tail.load(std::memory_order_relaxed)),
+          seen_head_(rpos_),
+          seen_tail_(rpos_) {}
 
     // ---- producer
     // Copies as much of the iovecs as fits; returns the bytes written (0: full), or -1 if the
     // peer's tail is impossible (a corrupt or hostile peer).
     int64_t write(const iovec *iov, int cnt);
-    uint64_t room() const;
+    // The free space, from the consumer's index as last seen if that leaves at least `want`
+    // bytes, else as it is now: the consumer's index lives on a line the consumer dirties at
+    // every read, and fetching it is a cross-core miss per message. 0 if the index is
+    // impossible. room() always reads it.
+    uint64_t room_for(uint64_t want);
+    uint64_t room() { return room_for(UINT64_MAX); }
     // The ring was full: asks the consumer for a wake-up after its next read. True if there
     // is room by now after all (write again instead of waiting).
     bool wait_for_room();
@@ -56,7 +64,7 @@ class ShmRing {
     // publishes once (each publication is a full fence, and the producer's cache line moves).
     int64_t take(const iovec *iov, int cnt);
     void release();
-    bool readable() const;
+    bool readable();
     // About to sleep: asks the producer for a wake-up after its next write. True if there is
     // data by now after all (do not sleep).
     bool sleep();
@@ -64,10 +72,16 @@ class ShmRing {
     bool take_writer_wake();
 
   private:
+    uint64_t at(uint64_t pos) const { return mask_ ? pos & mask_ : pos % cap_; }
     ShmRingCtl *ctl_ = nullptr;
     uint8_t *data_ = nullptr;
     uint64_t cap_ = 0;
+    uint64_t mask_ = 0;  // cap_ - 1 when cap_ is a power of two
     uint64_t rpos_ = 0;  // consumer: bytes taken, published as tail by release()
+    // The other side's index as this side last read it (it only moves forward), so that a
+    // side reads the other's cache line only when what it saw is not enough.
+    uint64_t seen_head_ = 0;  // consumer
+    uint64_t seen_tail_ = 0;  // producer
 };
 
 }  // namespace softrdma::transport

@@ -79,7 +79,7 @@ bool Cq::push(const ibv_wc &wc, bool solicited) {
         }
         const size_t slot = (head_ + count_) % ring_.size();
         ring_[slot] = wc;
-        if (stamps_) ts_[slot] = now_ns();  // a clock read per completion only when asked for
+        if (stamps_) ts_[slot] = clock_ns();  // a clock read per completion only when asked for
         ++count_;
         ready_.store(true, std::memory_order_release);
         // Solicited-only arming also fires for error completions (IB spec 11.4.2.2).

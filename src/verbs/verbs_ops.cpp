@@ -172,7 +172,7 @@ int query_rt_values(ibv_context *ctx, ibv_values_ex *v) {
     v->comp_mask = 0;
     if (asked & IBV_VALUES_MASK_RAW_CLOCK) {
         v->raw_clock.tv_sec = 0;
-        v->raw_clock.tv_nsec = long(now_ns());
+        v->raw_clock.tv_nsec = long(clock_ns());
         v->comp_mask = IBV_VALUES_MASK_RAW_CLOCK;
     }
     return 0;

@@ -117,8 +117,33 @@ TEST(ShmRing, ImpossibleIndicesFromThePeerAreRefused) {
     EXPECT_EQ(t.ring.read(&v, 1), -1);
     Ring w(16);
     w.ctl->tail.store(5);  // read more than was ever written
+    EXPECT_EQ(w.ring.room(), 0u);  // room() always reads the tail
     EXPECT_EQ(put(w.ring, "abc"), -1);
-    EXPECT_EQ(w.ring.room(), 0u);
+    // A writer that still has room by the tail it last saw reads the tail again only when it
+    // needs more: the bogus tail is refused then.
+    Ring u(16);
+    EXPECT_EQ(put(u.ring, "0123456789"), 10);
+    u.ctl->tail.store(14);             // beyond the head (13 once "abc" is in)
+    EXPECT_EQ(put(u.ring, "abc"), 3);  // fits by the tail seen (0): the tail is not read
+    EXPECT_EQ(put(u.ring, "defg"), -1);
+}
+
+// Each side reads the other's index only when what it saw of it is not enough.
+TEST(ShmRing, IndicesAreReadAgainOnlyWhenNeeded) {
+    Ring t(16);
+    EXPECT_EQ(put(t.ring, "0123456789"), 10);
+    EXPECT_EQ(take(t.ring, 10), "0123456789");
+    // Room 6 by the tail seen at the first write (0): the second write needs the new tail.
+    EXPECT_EQ(put(t.ring, "abcdefgh"), 8);
+    EXPECT_EQ(take(t.ring, 3), "abc");
+    // The reader saw head 18 when it took "abc": a head moved back is not noticed while the
+    // read stays within what was seen, and is refused once it needs more.
+    t.ctl->head.store(12);
+    EXPECT_EQ(take(t.ring, 5), "defgh");
+    EXPECT_TRUE(t.ring.readable());  // the head moved: the read that follows judges it
+    char c;
+    iovec v{&c, 1};
+    EXPECT_EQ(t.ring.read(&v, 1), -1);
 }
 
 // One producer thread, one consumer thread, odd chunk sizes: every byte arrives, in order.
