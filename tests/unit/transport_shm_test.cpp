@@ -116,7 +116,7 @@ TEST(ShmRing, ImpossibleIndicesFromThePeerAreRefused) {
     iovec v{s.data(), 4};
     EXPECT_EQ(t.ring.read(&v, 1), -1);
     Ring w(16);
-    w.ctl->tail.store(5);  // read more than was ever written
+    w.ctl->tail.store(5);          // read more than was ever written
     EXPECT_EQ(w.ring.room(), 0u);  // room() always reads the tail
     EXPECT_EQ(put(w.ring, "abc"), -1);
     // A writer that still has room by the tail it last saw reads the tail again only when it
