@@ -15,6 +15,8 @@
 # Knobs (environment): BENCH_REPS (rounds, default 3), BENCH_QUICK=1 (smoke test: one round,
 # fewer sizes and iterations), BENCH_PIN=0 (do not pin server to CPU1 / client to CPU0),
 # BENCH_ONLY=rsockets (only the rsockets section and the plain iperf3 runs it compares with).
+# BENCH_ONLY=same_host (only the same-host section, and the TCP-path latency and rate rows
+# its targets are taken against).
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -357,6 +359,19 @@ for ((rep = 1; rep <= REPS; rep++)); do
         done
         log "round $rep/$REPS: rsockets"
         rsocket_round
+        continue
+    fi
+    if [ "${BENCH_ONLY:-}" = same_host ]; then
+        # The TCP-path rows the same-host targets are taken against, then the section itself.
+        log "round $rep/$REPS: TCP path 8 B latency, $RATE_SIZE B rate"
+        for p in ib_send_lat ib_write_lat; do sr_perftest $p 8 "$(lat_iters 8)" 1; done
+        for p in ib_send_bw ib_write_bw; do sr_perftest $p "$RATE_SIZE" "$RATE_ITERS" 1; done
+        raw=$RAW/tcp.sockperf_pp.s8.r$rep.txt
+        run_pair "$raw" 60 sockperf server -i "$ADDR" -p @PORT@ --tcp --nonblocked -- \
+            sockperf ping-pong -i "$ADDR" -p @PORT@ --tcp --nonblocked -m 14 -t "$SP_TIME"
+        record tcp lat sockperf_pp 8 1 "$rep" sockperf "$raw"
+        log "round $rep/$REPS: same host (shared memory)"
+        same_host_round
         continue
     fi
     log "round $rep/$REPS: latency"

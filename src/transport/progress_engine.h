@@ -59,6 +59,7 @@ class ProgressEngine {
     void run();
     void wake();
     int64_t next_timeout_ns();
+    static constexpr uint64_t kWaitEveryNs = 5'000;  // while work is due, see run()
     int wait(epoll_event *events, int max, int64_t timeout_ns);
     void fire_due_timers();
     void run_tasks();

@@ -27,7 +27,10 @@
 namespace softrdma::verbs {
 
 uint32_t sq_slot(const Qp &qp, uint32_t i) {
-    return (qp.sq_head_ + i) % uint32_t(qp.sq_.size());
+    // The head is a slot and i at most the queue's size: one subtraction, not a division, on
+    // every post and completion.
+    const uint32_t n = uint32_t(qp.sq_.size()), s = qp.sq_head_ + i;
+    return s < n ? s : s - n < n ? s - n : s % n;
 }
 
 namespace {
