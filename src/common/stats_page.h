@@ -36,6 +36,7 @@ enum QpCounter : uint32_t {
     kUdDropOwnMcast,    // UD: own multicast, blocked by IBV_QP_CREATE_BLOCK_SELF_MCAST_LB
     kUdDropSocketFull,  // UD: the kernel's receive buffer overflowed (SO_RXQ_OVFL)
     kRawDropRule,       // raw: dropped by a DROP flow rule
+    kShmDirect,         // WRITE/READ done straight in a same-host peer's shared region
     kQpCounterCount
 };
 extern const char *const kQpCounterNames[kQpCounterCount];

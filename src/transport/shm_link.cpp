@@ -55,10 +55,17 @@ struct CmaWords {
 static_assert(std::atomic<uint64_t>::is_always_lock_free &&
               std::atomic<uint32_t>::is_always_lock_free);
 
+struct SideWords {
+    std::atomic<uint64_t> w[2][ShmLink::kWordCount];
+};
+
 namespace {
 
 constexpr size_t kCmaWordsAt = 2048;
 static_assert(sizeof(Header) <= kCmaWordsAt && kCmaWordsAt + sizeof(CmaWords) <= kHeaderBytes);
+constexpr size_t kSideWordsAt = 2304;
+static_assert(kCmaWordsAt + sizeof(CmaWords) <= kSideWordsAt &&
+              kSideWordsAt + sizeof(SideWords) <= kHeaderBytes);
 
 bool endpoint_of(const sockaddr_storage &ss, Endpoint &e) {
     e.addr.fill(0);
@@ -173,6 +180,18 @@ bool ShmLink::map(bool offerer) {
 
 CmaWords *ShmLink::cma() const {
     return reinterpret_cast<CmaWords *>(static_cast<uint8_t *>(base_) + kCmaWordsAt);
+}
+
+SideWords *ShmLink::words() const {
+    return reinterpret_cast<SideWords *>(static_cast<uint8_t *>(base_) + kSideWordsAt);
+}
+
+void ShmLink::publish(Word w, uint64_t v) {
+    words()->w[side_][w].store(v, std::memory_order_release);
+}
+
+uint64_t ShmLink::peer_word(Word w) const {
+    return words()->w[1 - side_][w].load(std::memory_order_acquire);
 }
 
 void ShmLink::set_peer(uint32_t pid) {

@@ -55,6 +55,12 @@ class ShmLink {
     // The peer found it can read our memory: we may send it references.
     bool peer_reads_me() const;
     void close_fd() { fd_.reset(); }  // once the accepter has it open
+    // Words each end publishes for the other in the header page, for shared regions
+    // (verbs/region_file.h): its region file's descriptor (+1; 0: none), and what its QP lets
+    // a peer do (the PD, and the rights with bit 31 set while the QP takes requests).
+    enum Word { kRegionFd, kResponderPd, kResponderAccess, kWordCount };
+    void publish(Word w, uint64_t v);
+    uint64_t peer_word(Word w) const;
     ShmRing &tx() { return tx_; }
     ShmRing &rx() { return rx_; }
     uint64_t ring_bytes() const { return ring_bytes_; }
@@ -62,6 +68,7 @@ class ShmLink {
   private:
     bool map(bool offerer);
     struct CmaWords *cma() const;
+    struct SideWords *words() const;
     UniqueFd fd_;
     void *base_ = nullptr;
     size_t size_ = 0;

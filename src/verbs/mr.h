@@ -28,6 +28,7 @@ struct Mr : ibv_mr {
     // between processes that share the context.
     ExportTable *table = nullptr;
     stats::MrSlot *stats = nullptr;  // what `softrdma res` shows of it
+    uint64_t shared_lo = 0;          // its pages are in the region file from here (region_file.h)
     static Mr *from(ibv_mr *m) { return static_cast<Mr *>(m); }
 };
 

@@ -277,6 +277,7 @@ void Qp::shutdown() {
         Lock lk(mu_);
         flush_ack(lk);
         destroyed_ = true;
+        publish_responder();  // a peer's direct WRITE/READ stops now
         if (stream_) {
             transport::ProgressEngine::get().unwatch(stream_->fd());
             stream_.reset();
@@ -428,12 +429,14 @@ int Qp::modify(ibv_qp_attr *a, int mask) {
     if (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY) attr_.en_sqd_async_notify = a->en_sqd_async_notify;
 
     if (!(mask & IBV_QP_STATE) || next == actual) {
+        publish_responder();
         if (next == IBV_QPS_RTS) progress(lk);
         return 0;
     }
     qp_base.state = next;
     attr_.qp_state = next;
     stats_->state.store(uint8_t(next), std::memory_order_relaxed);
+    publish_responder();
     switch (next) {
         case IBV_QPS_RESET: {
             if (stream_) {
@@ -690,7 +693,10 @@ int Qp::post_send(ibv_send_wr *wr, ibv_send_wr **bad) {
     }
     pass_ns_ = now_ns();  // one clock read per post: the requests' and the pass's
     idle_polls_ = 0;      // a request held back by defer_send leaves at the next poll
+    bool queued = false;
     for (; wr; wr = wr->next) {
+        if (st == IBV_QPS_RTS && try_direct(*wr)) continue;
+        queued = true;
         if (int e = post_one_send(*wr, lk)) {
             if (bad) *bad = wr;
             if (st == IBV_QPS_ERR)
@@ -704,7 +710,7 @@ int Qp::post_send(ibv_send_wr *wr, ibv_send_wr **bad) {
     // and a recv() that finds nothing would sit on the latency path of every post.
     if (st == IBV_QPS_ERR)
         flush_all(lk);
-    else if (!defer_send(lk))
+    else if (queued && !defer_send(lk))
         progress(lk, false, pass_ns_);
     return 0;
 }
@@ -829,6 +835,7 @@ void Qp::move_to_error(Lock &lk) {
     qp_base.state = IBV_QPS_ERR;
     attr_.qp_state = IBV_QPS_ERR;
     stats_->state.store(uint8_t(IBV_QPS_ERR), std::memory_order_relaxed);
+    publish_responder();
     if (stream_) {
         // What this QP executed is acknowledged before the connection closes: a NIC ACKs on
         // arrival, so a peer never learns of our error before its delivered sends complete.

@@ -35,6 +35,8 @@
 
 namespace softrdma::verbs {
 
+class PeerRegions;  // verbs/peer_regions.h
+
 struct Ah;
 struct Flow;
 struct Mw;
@@ -290,6 +292,11 @@ class Qp : public ibv_qp_ex,
     void shm_offer();
     bool handle_shm_control(const wire::ControlPayload &c);
     void shm_send_switch(wire::ControlType t, uint32_t seq, uint32_t arg);
+    // Shared regions (qp_direct.cpp): what this QP lets a same-host peer do, published in the
+    // link; a WRITE or READ done straight in the peer's memory when nothing is outstanding.
+    void publish_responder();
+    bool try_direct(const ibv_send_wr &wr);
+    static constexpr int kMaxDirectSge = 16;
     bool xrc_target(uint32_t srqn);
     void xrc_release();
     bool handle_immediate(const wire::SegmentHeader &h, std::span<const uint8_t> payload);
@@ -398,6 +405,8 @@ class Qp : public ibv_qp_ex,
     bool shm_offer_due_ = false;  // a new stream: offer (or say why not) at its first request
     std::atomic<bool> sock_event_{false};  // the engine saw the socket readable
     uint64_t ring_rx_ns_ = 0;              // when frames last came through a shared-memory ring
+    std::shared_ptr<PeerRegions> peer_regions_;  // the peer's region file, once opened
+    bool peer_regions_failed_ = false;           // it cannot be opened: do not try again
     bool connecting_ = false;
     bool tx_blocked_ = false;
     uint64_t next_dial_ns_ = 0;

@@ -53,6 +53,7 @@ void Qp::shm_offer() {
     }
     const int seg = link->fd();
     stream_->shm_attach(std::move(link));
+    publish_responder();
     queue_control(wire::ControlType::kShmOffer, uint32_t(getpid()), uint32_t(seg));
 }
 
@@ -90,6 +91,7 @@ bool Qp::handle_shm_control(const wire::ControlPayload &c) {
                      qp_base.qp_num, remote_qpn_, c.seq,
                      (unsigned long long)(link->ring_bytes() / 1024));
             stream_->shm_attach(std::move(link));
+            publish_responder();
             stats_->shm.store(1, std::memory_order_relaxed);
             stream_->shm_allow_refs(reliable() && !foreign_.used);
             shm_send_switch(wire::ControlType::kShmAccept, uint32_t(getpid()), 0);

@@ -22,6 +22,7 @@
 #include "verbs/counters.h"
 #include "verbs/flow.h"
 #include "verbs/mr.h"
+#include "verbs/region_file.h"
 #include "verbs/mw.h"
 #include "verbs/odp.h"
 #include "verbs/parent_domain.h"
@@ -319,6 +320,7 @@ ibv_mr *register_mr(ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsign
     pd_hold(pd);
     Context::from(pd->context)->objects().add_mr(mr.get());
     mr_publish(*mr);
+    region_share(*mr);
     return mr.release();
 }
 
@@ -357,9 +359,11 @@ int rereg_mr(ibv_mr *m, int flags, ibv_pd *pd, void *addr, size_t length, int ac
         c.host = static_cast<uint8_t *>(addr);
         c.length = length;
     }
+    region_unshare(*mr);
     mr_table_change(mr, c);
     Context::from(mr->context)->objects().republish_mr(mr);
     mr_publish(*mr);
+    region_share(*mr);
     return 0;
 }
 
@@ -368,6 +372,7 @@ int dereg_mr(ibv_mr *m) {
     if (mr_table_remove(Mr::from(m)))
         return refuse(EINVAL, "ibv_dereg_mr", "memory windows are still bound to the region");
     std::unique_ptr<Mr> mr(Mr::from(m));
+    region_unshare(*mr);
     mr_unpublish(*mr);
     if (mr->dm) mr->dm->mrs.fetch_sub(1);
     Context::from(mr->context)->objects().remove_mr(mr.get());

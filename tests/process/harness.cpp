@@ -389,4 +389,25 @@ void stop_until_continued(Oob &oob) {
     waitpid(helper, nullptr, 0);
 }
 
+std::string run_cli(const std::string &args, int &status) {
+    const std::string cmd = std::string(SR_CLI) + " " + args + " 2>&1";
+    FILE *p = popen(cmd.c_str(), "r");
+    PCHECK(p);
+    std::string out;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    status = pclose(p);
+    return out;
+}
+
+uint64_t qp_value(const std::string &json, uint32_t qpn, const char *key) {
+    const size_t at = json.find("\"qpn\": " + std::to_string(qpn) + ",");
+    PCHECK(at != std::string::npos);
+    const size_t end = json.find("}}", at);
+    const size_t k = json.find(std::string("\"") + key + "\": ", at);
+    PCHECK(k != std::string::npos && k < end);
+    return std::stoull(json.substr(k + std::strlen(key) + 4));
+}
+
 }  // namespace sr_test

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <string>
 
 namespace sr_test {
 
@@ -110,6 +111,11 @@ struct Wire {
     uint64_t addr;
     uint32_t rkey;
 };
+
+// Runs the `softrdma` tool (SR_CLI) with `args`; its output, and its wait status in `status`.
+std::string run_cli(const std::string &args, int &status);
+// The number after "key": inside the JSON object that starts at "qpn": <qpn> (stat --json).
+uint64_t qp_value(const std::string &json, uint32_t qpn, const char *key);
 
 class Endpoint {
   public:

@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// Shared regions (SOFTRDMA_SHM_MR=1, docs/compatibility.md §9): a region registered for remote
+// access moves into its process's region file, and a same-host peer's WRITE and READ copy
+// straight between the two regions. The data lands where it should, the requester counts
+// the requests it did that way, a deregistered region is out of reach (the usual remote
+// access error) and private again, and a forked child gets its own copy of the pages.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "process/harness.h"
+
+using namespace sr_test;
+
+namespace {
+
+// The page of `p` is mapped from this process's region file.
+bool in_region_file(const void *p) {
+    const uint64_t a = uint64_t(uintptr_t(p));
+    std::ifstream maps("/proc/self/maps");
+    std::string line;
+    while (std::getline(maps, line)) {
+        std::istringstream in(line);
+        uint64_t lo = 0, hi = 0;
+        char dash = 0;
+        in >> std::hex >> lo >> dash >> hi;
+        if (a >= lo && a < hi) return line.find("softrdma-mr") != std::string::npos;
+    }
+    return false;
+}
+
+uint8_t pat(size_t i, int round) {
+    return uint8_t(i * 131 + (i >> 8) + round * 17 + 1);
+}
+
+void fill(uint8_t *p, size_t off, size_t n, int round) {
+    for (size_t i = 0; i < n; ++i) p[off + i] = pat(off + i, round);
+}
+
+void expect(const uint8_t *p, size_t off, size_t n, int round) {
+    for (size_t i = 0; i < n; ++i) PCHECK_EQ(p[off + i], pat(off + i, round));
+}
+
+constexpr size_t kPing = 8, kPingAt = 1000000;  // the warm-up's buffer space
+
+// Both directions carry a SEND: the connection has moved to shared memory both ways.
+Endpoint &connect_and_warm_up(Endpoint &ep, Oob &oob, bool first) {
+    ep.post_recv(99, kPingAt, kPing);
+    ep.exchange_and_connect(oob);
+    oob.barrier();  // receives posted on both sides
+    for (int turn = 0; turn < 2; ++turn) {
+        if ((turn == 0) == first) {
+            PCHECK(ep.post(IBV_WR_SEND, 98, kPingAt + kPing, kPing) == 0);
+            PCHECK_EQ(ep.wait_wc().status, IBV_WC_SUCCESS);
+        } else {
+            const ibv_wc wc = ep.wait_wc();
+            PCHECK_EQ(wc.status, IBV_WC_SUCCESS);
+            PCHECK_EQ(wc.wr_id, 99u);
+        }
+        oob.barrier();
+    }
+    return ep;
+}
+
+uint64_t direct_requests(const Endpoint &ep) {
+    int st = 0;
+    const std::string json = run_cli("stat --json " + std::to_string(getpid()), st);
+    PCHECK_EQ(st, 0);
+    return qp_value(json, ep.qp->qp_num, "shm_direct");
+}
+
+int use_shared_regions() {
+    return setenv("SOFTRDMA_SHM_MR", "1", 1);
+}
+
+}  // namespace
+
+TEST(SharedRegions, WriteAndReadCopyStraightBetweenRegions) {
+    auto requester = [](Oob &oob) {
+        use_shared_regions();
+        Endpoint ep;
+        connect_and_warm_up(ep, oob, true);
+        fill(ep.buf, 0, 300000, 1);
+        // Odd offsets and lengths, inside the target's whole pages.
+        PCHECK(ep.post(IBV_WR_RDMA_WRITE, 1, 0, 64, 4096 + 5) == 0);
+        PCHECK(ep.post(IBV_WR_RDMA_WRITE, 2, 1000, 100000, 8192 + 3) == 0);
+        for (uint64_t id = 1; id <= 2; ++id) {
+            const ibv_wc wc = ep.wait_wc();
+            PCHECK_EQ(wc.status, IBV_WC_SUCCESS);
+            PCHECK_EQ(wc.wr_id, id);  // in order
+            PCHECK_EQ(wc.opcode, IBV_WC_RDMA_WRITE);
+        }
+        oob.barrier();  // the target checks, then fills what we read
+        oob.barrier();
+        PCHECK(ep.post(IBV_WR_RDMA_READ, 3, 600000, 100000, 500000) == 0);
+        const ibv_wc wc = ep.wait_wc();
+        PCHECK_EQ(wc.status, IBV_WC_SUCCESS);
+        PCHECK_EQ(wc.byte_len, 100000u);
+        for (size_t i = 0; i < 100000; ++i) PCHECK_EQ(ep.buf[600000 + i], pat(500000 + i, 2));
+        PCHECK_EQ(direct_requests(ep), 3u);
+        oob.barrier();
+        return 0;
+    };
+    auto target = [](Oob &oob) {
+        use_shared_regions();
+        Endpoint ep;
+        PCHECK(in_region_file(ep.buf + 4096));
+        connect_and_warm_up(ep, oob, false);
+        oob.barrier();
+        for (size_t i = 0; i < 64; ++i) PCHECK_EQ(ep.buf[4096 + 5 + i], pat(i, 1));
+        for (size_t i = 0; i < 100000; ++i) PCHECK_EQ(ep.buf[8192 + 3 + i], pat(1000 + i, 1));
+        PCHECK_EQ(ep.buf[4096 + 4], 0);  // nothing around them
+        PCHECK_EQ(ep.buf[8192 + 3 + 100000], 0);
+        fill(ep.buf, 500000, 100000, 2);
+        oob.barrier();
+        oob.barrier();
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(requester, target));
+}
+
+// Deregistered, the region is private memory again with its data, and a WRITE to its key
+// gets the remote access error, as from a NIC.
+TEST(SharedRegions, DeregisteredRegionIsOutOfReach) {
+    auto requester = [](Oob &oob) {
+        use_shared_regions();
+        Endpoint ep;
+        connect_and_warm_up(ep, oob, true);
+        fill(ep.buf, 0, 8192, 3);
+        PCHECK(ep.post(IBV_WR_RDMA_WRITE, 1, 0, 8192, 4096) == 0);
+        PCHECK_EQ(ep.wait_wc().status, IBV_WC_SUCCESS);
+        PCHECK_EQ(direct_requests(ep), 1u);
+        oob.barrier();  // the target deregisters
+        oob.barrier();
+        PCHECK(ep.post(IBV_WR_RDMA_WRITE, 2, 0, 8192, 4096) == 0);
+        PCHECK_EQ(ep.wait_wc().status, IBV_WC_REM_ACCESS_ERR);
+        PCHECK_EQ(direct_requests(ep), 1u);
+        oob.barrier();
+        return 0;
+    };
+    auto target = [](Oob &oob) {
+        use_shared_regions();
+        Endpoint ep;
+        connect_and_warm_up(ep, oob, false);
+        oob.barrier();
+        PCHECK(in_region_file(ep.buf + 4096));
+        PCHECK_EQ(ibv_dereg_mr(ep.mr), 0);
+        ep.mr = nullptr;
+        PCHECK(!in_region_file(ep.buf + 4096));
+        expect(ep.buf + 4096, 0, 8192, 3);  // moved back with its data
+        oob.barrier();
+        oob.barrier();  // the requester has its error
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(requester, target));
+}
+
+// fork() gives the child private copies of the region's pages (as a kernel copies pinned
+// pages at fork): its writes stay its own, and the parent's region stays shared.
+TEST(SharedRegions, ForkedChildGetsItsOwnCopy) {
+    auto requester = [](Oob &oob) {
+        use_shared_regions();
+        Endpoint ep;
+        connect_and_warm_up(ep, oob, true);
+        fill(ep.buf, 0, 16384, 4);
+        PCHECK(ep.post(IBV_WR_RDMA_WRITE, 1, 0, 16384, 4096) == 0);
+        PCHECK_EQ(ep.wait_wc().status, IBV_WC_SUCCESS);
+        oob.barrier();  // the target forks
+        oob.barrier();
+        fill(ep.buf, 0, 16384, 5);
+        PCHECK(ep.post(IBV_WR_RDMA_WRITE, 2, 0, 16384, 4096) == 0);
+        PCHECK_EQ(ep.wait_wc().status, IBV_WC_SUCCESS);
+        PCHECK_EQ(direct_requests(ep), 2u);
+        oob.barrier();
+        oob.barrier();
+        return 0;
+    };
+    auto target = [](Oob &oob) {
+        use_shared_regions();
+        Endpoint ep;
+        connect_and_warm_up(ep, oob, false);
+        oob.barrier();
+        const pid_t child = fork();
+        PCHECK(child >= 0);
+        if (child == 0) {
+            // The child checks its copy and scribbles on it.
+            if (in_region_file(ep.buf + 4096)) _exit(2);
+            for (size_t i = 0; i < 16384; ++i)
+                if (ep.buf[4096 + i] != pat(i, 4)) _exit(3);
+            std::memset(ep.buf + 4096, 0xee, 16384);
+            _exit(0);
+        }
+        int st = 0;
+        PCHECK_EQ(waitpid(child, &st, 0), child);
+        PCHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        PCHECK(in_region_file(ep.buf + 4096));
+        for (size_t i = 0; i < 16384; ++i) PCHECK_EQ(ep.buf[4096 + i], pat(i, 4));
+        oob.barrier();
+        oob.barrier();  // the second WRITE landed in the parent's region
+        for (size_t i = 0; i < 16384; ++i) PCHECK_EQ(ep.buf[4096 + i], pat(i, 5));
+        oob.barrier();
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(requester, target));
+}
