@@ -325,8 +325,8 @@ def build(series):
 CMA_TEST = {"SEND": "cma_write", "WRITE": "cma_write", "READ": "cma_read"}
 
 
-def build_same_host(series):
-    shapes = sorted({k for k in series if k[0] == "softrdma_shm"},
+def build_same_host(series, stack_name="softrdma_shm"):
+    shapes = sorted({k for k in series if k[0] == stack_name},
                     key=lambda k: (["lat", "bw", "rate"].index(k[1]), ["SEND", "WRITE", "READ"].index(k[2]),
                                    k[3]))
     rows = []
@@ -357,7 +357,7 @@ def build_same_host(series):
     return rows
 
 
-def same_host_targets(rows):
+def same_host_targets(rows, label="same host"):
     out = []
     add = target_adder(out)
 
@@ -365,17 +365,17 @@ def same_host_targets(rows):
         return next((r for r in rows if (r["metric"], r["op"], r["size"]) == (metric, op, size)), None)
 
     for op, t in (("SEND", "tag_lat"), ("WRITE", "ucp_put_lat")):
-        add(f"same host: {op} latency 8 B ≤ 1.5× UCX shared memory ({t})", get("lat", op, 8), "ucx_sm",
+        add(f"{label}: {op} latency 8 B ≤ 1.5× UCX shared memory ({t})", get("lat", op, 8), "ucx_sm",
             "≤ 1.50", lambda x: x <= 1.5)
     for op, lim in (("WRITE", 0.75), ("READ", 0.75), ("SEND", 0.6)):
-        add(f"same host: {op} bandwidth 1 MiB ≥ {lim:.0%} of {CMA_TEST[op]} (process_vm_{CMA_TEST[op][4:]}v)",
+        add(f"{label}: {op} bandwidth 1 MiB ≥ {lim:.0%} of {CMA_TEST[op]} (process_vm_{CMA_TEST[op][4:]}v)",
             get("bw", op, MIB), "cma", f"≥ {lim:.2f}", lambda x, lim=lim: x >= lim)
     for op in ("SEND", "WRITE"):
-        add(f"same host: {op} message rate 64 B ≥ 4× softrdma's TCP path", get("rate", op, 64), "tcp_path",
+        add(f"{label}: {op} message rate 64 B ≥ 4× softrdma's TCP path", get("rate", op, 64), "tcp_path",
             "≥ 4.00", lambda x: x >= 4.0)
     for r in rows:
         if r["metric"] == "bw" and "ratio" in r["baselines"].get("ucx_sm", {}):
-            add(f"same host: ahead of UCX shared memory ({r['baselines']['ucx_sm']['test']}): {shape_name(r)}",
+            add(f"{label}: ahead of UCX shared memory ({r['baselines']['ucx_sm']['test']}): {shape_name(r)}",
                 r, "ucx_sm", "> 1", lambda x: x > 1.0)
     return out
 
@@ -497,7 +497,8 @@ def shape_name(r):
     return f"{r['op']} {kind} {fmt_size(r['size'])}{q}"
 
 
-def markdown(rows, tgts, env, notes_out, same_rows=(), same_tgts=(), rs_rows=(), rs_tgts=()):
+def markdown(rows, tgts, env, notes_out, same_rows=(), same_tgts=(), rs_rows=(), rs_tgts=(), mr_rows=(),
+             mr_tgts=()):
     notes = []
 
     def note(text):
@@ -571,14 +572,25 @@ def markdown(rows, tgts, env, notes_out, same_rows=(), same_tgts=(), rs_rows=(),
                               "(create id, resolve addr, resolve route, create qp, connect); its connect step "
                               f"alone: {r['softrdma_connect_step_only']:.0f} conn/s. TCP: socket()+connect() "
                               "for every connection until the server accepted the last one.")
+    same_sections = []
     if same_rows:
-        md += ["", "## Same host: shared memory", "",
-               "softrdma as a user gets it between two processes on one host (the connection moves to shared "
-               "memory), next to softrdma's TCP path (`SOFTRDMA_SHM=0`, the tables above), UCX's shared-memory "
-               "transports (`UCX_TLS=posix,cma,self`) and this machine's copy limits (`bench/shm_baseline.c`: "
-               "process_vm_writev/readv between two processes, memcpy), all in the same round.", "",
+        same_sections.append((
+            "## Same host: shared memory",
+            "softrdma as a user gets it between two processes on one host (the connection moves to shared "
+            "memory), next to softrdma's TCP path (`SOFTRDMA_SHM=0`, the tables above), UCX's shared-memory "
+            "transports (`UCX_TLS=posix,cma,self`) and this machine's copy limits (`bench/shm_baseline.c`: "
+            "process_vm_writev/readv between two processes, memcpy), all in the same round.",
+            same_rows, same_tgts))
+    if mr_rows:
+        same_sections.append((
+            "## Same host: shared regions (`SOFTRDMA_SHM_MR=1`, opt-in)",
+            "The same shapes with both ends' regions moved into shared memory: WRITE and READ are one memcpy "
+            "at post time (docs/compatibility.md §5). Same baselines, same rounds.",
+            mr_rows, mr_tgts))
+    for title, intro, sec_rows, sec_tgts in same_sections:
+        md += ["", title, "", intro, "",
                "| target | limit | ratio | result |", "|---|---|---|---|"]
-        for t in same_tgts:
+        for t in sec_tgts:
             ratio = "–" if t["ratio"] is None else f"{t['ratio']:.2f}"
             res = t["status"] if t["status"] != "not measured" else f"not measured ({t['why']})"
             md.append(f"| {t['target']} | {t['limit']} | {ratio} | **{res}** |")
@@ -588,7 +600,7 @@ def markdown(rows, tgts, env, notes_out, same_rows=(), same_tgts=(), rs_rows=(),
                "| shape | softrdma (shm) | TCP path | ÷TCP path | UCX sm | ÷UCX sm | by reference | ÷by reference "
                "| CMA | ÷CMA | memcpy | ÷memcpy |",
                "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-        for r in same_rows:
+        for r in sec_rows:
             sv = fmt_stat(r["metric"], r["softrdma"]) if r["softrdma"] else note(r["softrdma_note"] or "not measured")
             cells = []
             for key in ("tcp_path", "ucx_sm", "refs", "cma", "memcpy"):
@@ -709,10 +721,12 @@ def main():
     event_row = event_driven(series, tgts)
     same_rows = build_same_host(series)
     same_tgts = same_host_targets(same_rows)
+    mr_rows = build_same_host(series, "softrdma_shm_mr")
+    mr_tgts = same_host_targets(mr_rows, "same host, shared regions")
     rs_rows = build_rsockets(series)
     rs_tgts = rsocket_targets(rs_rows)
     notes = []
-    md = markdown(rows, tgts, env, notes, same_rows, same_tgts, rs_rows, rs_tgts)
+    md = markdown(rows, tgts, env, notes, same_rows, same_tgts, rs_rows, rs_tgts, mr_rows, mr_tgts)
     plot_err = plot(series, outdir)
     if plot_err:
         md += f"\nPlot: {plot_err}\n"
@@ -733,6 +747,7 @@ def main():
         raw[f"{stack}|{metric}|{test}|{size}|{qps}"] = entry
     doc = {"env": env, "series": raw, "comparisons": rows, "targets": tgts, "event_driven": event_row,
            "same_host": {"comparisons": same_rows, "targets": same_tgts},
+           "same_host_shared_regions": {"comparisons": mr_rows, "targets": mr_tgts},
            "rsockets": {"comparisons": rs_rows, "targets": rs_tgts}, "notes": notes,
            "plot": None if plot_err else "plot.svg", "plot_error": plot_err}
     with open(os.path.join(outdir, "results.json"), "w") as f:

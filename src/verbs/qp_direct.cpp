@@ -8,6 +8,7 @@
 // that fails) takes the rings, where the responder gives the usual answer and errors.
 #include <cerrno>
 
+#include "common/enum_value.h"
 #include "common/log.h"
 #include "transport/shm_link.h"
 #include "verbs/peer_regions.h"
@@ -34,14 +35,18 @@ void Qp::publish_responder() {
 }
 
 bool Qp::try_direct(const ibv_send_wr &wr) {
-    const bool write = wr.opcode == IBV_WR_RDMA_WRITE;
-    if (!write && wr.opcode != IBV_WR_RDMA_READ) return false;
+    const long long op = enum_value(wr.opcode);  // the caller's, maybe no enumerator at all
+    const bool write = op == IBV_WR_RDMA_WRITE;
+    if (!write && op != IBV_WR_RDMA_READ) return false;
     if (!shm_regions_enabled() || sq_count_ != 0 || qp_base.state != IBV_QPS_RTS || !stream_ ||
-        !stream_->shm_tx() || !stream_->shm_rx() || rnr_wait_ || fatal_pending_ ||
+        !stream_->shm_tx() || !stream_->shm_rx() || rnr_wait_ || fatal_pending_ || term_pending_ ||
         fault_plan().active)
         return false;
     if (qp_base.qp_type != IBV_QPT_RC && !(write && qp_base.qp_type == IBV_QPT_UC)) return false;
-    if (wr.num_sge < 1 || wr.num_sge > kMaxDirectSge || validate_send(wr) != 0) return false;
+    // A request post_one_send would refuse is left to it, to refuse it once and say why.
+    if (wr.num_sge < 1 || wr.num_sge > kMaxDirectSge || uint32_t(wr.num_sge) > max_send_sge_ ||
+        (!write && (wr.send_flags & IBV_SEND_INLINE)))
+        return false;
     transport::ShmLink *l = stream_->shm();
     const uint64_t acc = l->peer_word(transport::ShmLink::kResponderAccess);
     if (!(acc & kTaking)) return false;
@@ -78,7 +83,8 @@ bool Qp::try_direct(const ibv_send_wr &wr) {
             return false;  // the usual path reports the local error
         v[i] = {sg.length ? mv.host : nullptr, sg.length};
     }
-    if (total == 0) return false;
+    if (total == 0 || total > (uint64_t(1) << 31) || (inline_data && total > max_inline_))
+        return false;
     const PeerRegions::Responder r{l->peer_word(transport::ShmLink::kResponderPd),
                                    int(acc & 0xffff)};
     const uint64_t raddr = wr.wr.rdma.remote_addr;
