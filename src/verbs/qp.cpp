@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include "verbs/qp.h"
+#include "verbs/region_file.h"
 
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -926,8 +927,10 @@ void Qp::progress(Lock &lk, bool rx, uint64_t now) {
         return;
     }
     // Connections that never carry a request (a connection storm, cmtime) never pay for a
-    // shared-memory segment: the offer waits for the first request, sent or received.
-    if (shm_offer_due_ && (sq_count_ || executed_seq_ || recv_active_)) {
+    // shared-memory segment: the offer waits for the first request, sent or received. With
+    // shared regions it goes at once: a pipeline of WRITEs or READs that starts on the rings
+    // stays there (a request goes straight only when nothing is outstanding).
+    if (shm_offer_due_ && (sq_count_ || executed_seq_ || recv_active_ || shm_regions_enabled())) {
         shm_offer_due_ = false;
         shm_offer();
     }
