@@ -318,6 +318,18 @@ void Qp::shutdown() {
     }
     if (srq_) srq_->drop_user();
     raw_close();
+    // The rings go back to a parent domain's allocator now, not when the last reference drops
+    // (an engine callback may still hold one for a moment): the application may tear its
+    // allocator down as soon as ibv_destroy_qp returns. Nothing reaches them any more: the
+    // callbacks drained, and no CQ polls this QP.
+    {
+        Lock lk(mu_);
+        decltype(sq_)(sq_.get_allocator()).swap(sq_);
+        decltype(sq_sges_)(sq_sges_.get_allocator()).swap(sq_sges_);
+        decltype(sq_inline_)(sq_inline_.get_allocator()).swap(sq_inline_);
+        sq_head_ = sq_count_ = sq_tx_ = 0;
+        rq_.release();
+    }
     pd_release(qp_base.pd);
 }
 
@@ -696,7 +708,7 @@ int Qp::post_send(ibv_send_wr *wr, ibv_send_wr **bad) {
     idle_polls_ = 0;      // a request held back by defer_send leaves at the next poll
     bool queued = false;
     for (; wr; wr = wr->next) {
-        if (st == IBV_QPS_RTS && try_direct(*wr)) continue;
+        if (st == IBV_QPS_RTS && try_direct(*wr, lk)) continue;
         queued = true;
         if (int e = post_one_send(*wr, lk)) {
             if (bad) *bad = wr;

@@ -295,7 +295,8 @@ class Qp : public ibv_qp_ex,
     // Shared regions (qp_direct.cpp): what this QP lets a same-host peer do, published in the
     // link; a WRITE or READ done straight in the peer's memory when nothing is outstanding.
     void publish_responder();
-    bool try_direct(const ibv_send_wr &wr);
+    bool try_direct(const ibv_send_wr &wr, Lock &lk);
+    void await_shm_switch(Lock &lk);
     static constexpr int kMaxDirectSge = 16;
     bool xrc_target(uint32_t srqn);
     void xrc_release();
@@ -407,6 +408,7 @@ class Qp : public ibv_qp_ex,
     uint64_t ring_rx_ns_ = 0;              // when frames last came through a shared-memory ring
     std::shared_ptr<PeerRegions> peer_regions_;  // the peer's region file, once opened
     bool peer_regions_failed_ = false;           // it cannot be opened: do not try again
+    bool shm_switch_awaited_ = false;            // the first direct attempt waited for the move
     bool connecting_ = false;
     bool tx_blocked_ = false;
     uint64_t next_dial_ns_ = 0;

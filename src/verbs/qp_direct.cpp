@@ -6,6 +6,8 @@
 // been executed by the responder, so the ordering rules hold. Anything the direct path cannot
 // judge as the responder would (a window's key, a range outside the file's pages, a check
 // that fails) takes the rings, where the responder gives the usual answer and errors.
+#include <sched.h>
+
 #include <cerrno>
 
 #include "common/enum_value.h"
@@ -34,10 +36,32 @@ void Qp::publish_responder() {
                taking ? kTaking | uint64_t(uint32_t(access_) & 0xffff) : 0);
 }
 
-bool Qp::try_direct(const ibv_send_wr &wr) {
+// The move to the rings takes a few engine round trips after the connection is made, and a
+// pipeline of WRITEs or READs that starts before it stays on the rings (a request goes
+// straight only when nothing is outstanding). So the first one waits for the move, once per
+// QP and at most 2 ms, when both ends said they could make it and they share a host.
+void Qp::await_shm_switch(Lock &lk) {
+    shm_switch_awaited_ = true;
+    if (!shm_ok_ || (stream_->shm_tx() && stream_->shm_rx()) ||
+        !transport::shm_same_host(stream_->fd()))
+        return;
+    const uint64_t until = now_ns() + 2'000'000;
+    while (stream_ && !(stream_->shm_tx() && stream_->shm_rx()) && now_ns() < until &&
+           qp_base.state == IBV_QPS_RTS) {
+        progress(lk, true, 0);
+        lk.unlock();  // let the engine and pollers in between looks
+        sched_yield();
+        lk.lock();
+    }
+}
+
+bool Qp::try_direct(const ibv_send_wr &wr, Lock &lk) {
     const long long op = enum_value(wr.opcode);  // the caller's, maybe no enumerator at all
     const bool write = op == IBV_WR_RDMA_WRITE;
     if (!write && op != IBV_WR_RDMA_READ) return false;
+    if (shm_regions_enabled() && !shm_switch_awaited_ && stream_ && sq_count_ == 0 &&
+        qp_base.state == IBV_QPS_RTS && (qp_base.qp_type == IBV_QPT_RC || write))
+        await_shm_switch(lk);
     if (!shm_regions_enabled() || sq_count_ != 0 || qp_base.state != IBV_QPS_RTS || !stream_ ||
         !stream_->shm_tx() || !stream_->shm_rx() || rnr_wait_ || fatal_pending_ || term_pending_ ||
         fault_plan().active)
