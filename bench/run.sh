@@ -256,25 +256,25 @@ ucx_run() {
 }
 # The same-host section: softrdma's shared-memory path (as users get it), UCX's shared-memory
 # transports, and this machine's copy limits, the same shapes in the same round.
+# The same-host latency, bandwidth and rate shapes of perftest, with SR and SR_STACK as set.
+same_host_shapes() {
+    local s p
+    for s in "${SHM_LAT_SIZES[@]}"; do
+        for p in ib_send_lat ib_write_lat ib_read_lat; do sr_perftest $p "$s" "$(lat_iters "$s")" 1; done
+    done
+    for s in "${SHM_BW_SIZES[@]}"; do
+        for p in ib_send_bw ib_write_bw ib_read_bw; do sr_perftest $p "$s" "$(bw_iters "$s" 1)" 1; done
+    done
+    for p in ib_send_bw ib_write_bw; do sr_perftest $p "$RATE_SIZE" "$RATE_ITERS" 1; done
+}
+
 same_host_round() {
     local s p saved=("${SR[@]}")
     SR=("${SR_SHM[@]}") SR_STACK=softrdma_shm
-    for s in "${SHM_LAT_SIZES[@]}"; do
-        for p in ib_send_lat ib_write_lat ib_read_lat; do sr_perftest $p "$s" "$(lat_iters "$s")" 1; done
-    done
-    for s in "${SHM_BW_SIZES[@]}"; do
-        for p in ib_send_bw ib_write_bw ib_read_bw; do sr_perftest $p "$s" "$(bw_iters "$s" 1)" 1; done
-    done
-    for p in ib_send_bw ib_write_bw; do sr_perftest $p "$RATE_SIZE" "$RATE_ITERS" 1; done
+    same_host_shapes
     # Shared regions (opt-in): WRITE and READ one memcpy at post time; every shape.
     SR=("${SR_SHM[@]}" SOFTRDMA_SHM_MR=1) SR_STACK=softrdma_shm_mr
-    for s in "${SHM_LAT_SIZES[@]}"; do
-        for p in ib_send_lat ib_write_lat ib_read_lat; do sr_perftest $p "$s" "$(lat_iters "$s")" 1; done
-    done
-    for s in "${SHM_BW_SIZES[@]}"; do
-        for p in ib_send_bw ib_write_bw ib_read_bw; do sr_perftest $p "$s" "$(bw_iters "$s" 1)" 1; done
-    done
-    for p in ib_send_bw ib_write_bw; do sr_perftest $p "$RATE_SIZE" "$RATE_ITERS" 1; done
+    same_host_shapes
     # The same with large payloads sent by reference (one process_vm_readv copy by the reader).
     SR=("${SR_SHM[@]}" SOFTRDMA_SHM_CMA=1) SR_STACK=softrdma_shm_cma
     for s in "${SHM_BW_SIZES[@]}"; do

@@ -29,14 +29,8 @@ uint8_t pat(size_t i) {
 
 // A counter of our one QP ("rcvd_pkts", "sent_pkts"), as `softrdma stat` reports it.
 uint64_t qp_counter_of_self(const char *key) {
-    const std::string cmd = std::string(SR_CLI) + " stat " + std::to_string(getpid()) + " 2>&1";
-    FILE *p = popen(cmd.c_str(), "r");
-    PCHECK(p);
-    std::string out;
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-    pclose(p);
+    int st = 0;
+    const std::string out = run_cli("stat " + std::to_string(getpid()), st);
     const std::string k = std::string(key) + " ";
     const size_t at = out.find(k);
     PCHECK(at != std::string::npos);

@@ -75,17 +75,27 @@ uint64_t direct_requests(const Endpoint &ep) {
     return qp_value(json, ep.qp->qp_num, "shm_direct");
 }
 
-int use_shared_regions() {
-    return setenv("SOFTRDMA_SHM_MR", "1", 1);
+// An endpoint of a process with shared regions on (set before the library reads it),
+// connected, its connection on the rings both ways.
+struct SharedRegionsOn {
+    SharedRegionsOn() { setenv("SOFTRDMA_SHM_MR", "1", 1); }
+};
+struct SharedEndpoint : SharedRegionsOn, Endpoint {
+    SharedEndpoint(Oob &oob, bool first) { connect_and_warm_up(*this, oob, first); }
+};
+
+// Fills our first `n` bytes with `round`'s pattern and WRITEs them to the peer's offset 4096.
+void write_round(Endpoint &ep, size_t n, int round) {
+    fill(ep.buf, 0, n, round);
+    PCHECK(ep.post(IBV_WR_RDMA_WRITE, uint64_t(round), 0, uint32_t(n), 4096) == 0);
+    PCHECK_EQ(ep.wait_wc().status, IBV_WC_SUCCESS);
 }
 
 }  // namespace
 
 TEST(SharedRegions, WriteAndReadCopyStraightBetweenRegions) {
     auto requester = [](Oob &oob) {
-        use_shared_regions();
-        Endpoint ep;
-        connect_and_warm_up(ep, oob, true);
+        SharedEndpoint ep(oob, true);
         fill(ep.buf, 0, 300000, 1);
         // Odd offsets and lengths, inside the target's whole pages.
         PCHECK(ep.post(IBV_WR_RDMA_WRITE, 1, 0, 64, 4096 + 5) == 0);
@@ -108,10 +118,8 @@ TEST(SharedRegions, WriteAndReadCopyStraightBetweenRegions) {
         return 0;
     };
     auto target = [](Oob &oob) {
-        use_shared_regions();
-        Endpoint ep;
+        SharedEndpoint ep(oob, false);
         PCHECK(in_region_file(ep.buf + 4096));
-        connect_and_warm_up(ep, oob, false);
         oob.barrier();
         for (size_t i = 0; i < 64; ++i) PCHECK_EQ(ep.buf[4096 + 5 + i], pat(i, 1));
         for (size_t i = 0; i < 100000; ++i) PCHECK_EQ(ep.buf[8192 + 3 + i], pat(1000 + i, 1));
@@ -129,12 +137,8 @@ TEST(SharedRegions, WriteAndReadCopyStraightBetweenRegions) {
 // gets the remote access error, as from a NIC.
 TEST(SharedRegions, DeregisteredRegionIsOutOfReach) {
     auto requester = [](Oob &oob) {
-        use_shared_regions();
-        Endpoint ep;
-        connect_and_warm_up(ep, oob, true);
-        fill(ep.buf, 0, 8192, 3);
-        PCHECK(ep.post(IBV_WR_RDMA_WRITE, 1, 0, 8192, 4096) == 0);
-        PCHECK_EQ(ep.wait_wc().status, IBV_WC_SUCCESS);
+        SharedEndpoint ep(oob, true);
+        write_round(ep, 8192, 3);
         PCHECK_EQ(direct_requests(ep), 1u);
         oob.barrier();  // the target deregisters
         oob.barrier();
@@ -145,9 +149,7 @@ TEST(SharedRegions, DeregisteredRegionIsOutOfReach) {
         return 0;
     };
     auto target = [](Oob &oob) {
-        use_shared_regions();
-        Endpoint ep;
-        connect_and_warm_up(ep, oob, false);
+        SharedEndpoint ep(oob, false);
         oob.barrier();
         PCHECK(in_region_file(ep.buf + 4096));
         PCHECK_EQ(ibv_dereg_mr(ep.mr), 0);
@@ -165,26 +167,18 @@ TEST(SharedRegions, DeregisteredRegionIsOutOfReach) {
 // pages at fork): its writes stay its own, and the parent's region stays shared.
 TEST(SharedRegions, ForkedChildGetsItsOwnCopy) {
     auto requester = [](Oob &oob) {
-        use_shared_regions();
-        Endpoint ep;
-        connect_and_warm_up(ep, oob, true);
-        fill(ep.buf, 0, 16384, 4);
-        PCHECK(ep.post(IBV_WR_RDMA_WRITE, 1, 0, 16384, 4096) == 0);
-        PCHECK_EQ(ep.wait_wc().status, IBV_WC_SUCCESS);
+        SharedEndpoint ep(oob, true);
+        write_round(ep, 16384, 4);
         oob.barrier();  // the target forks
         oob.barrier();
-        fill(ep.buf, 0, 16384, 5);
-        PCHECK(ep.post(IBV_WR_RDMA_WRITE, 2, 0, 16384, 4096) == 0);
-        PCHECK_EQ(ep.wait_wc().status, IBV_WC_SUCCESS);
+        write_round(ep, 16384, 5);
         PCHECK_EQ(direct_requests(ep), 2u);
         oob.barrier();
         oob.barrier();
         return 0;
     };
     auto target = [](Oob &oob) {
-        use_shared_regions();
-        Endpoint ep;
-        connect_and_warm_up(ep, oob, false);
+        SharedEndpoint ep(oob, false);
         oob.barrier();
         const pid_t child = fork();
         PCHECK(child >= 0);
