@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include "verbs/qp.h"
-#include "verbs/region_file.h"
 
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -11,6 +10,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <tuple>
 
 #include "common/clock.h"
 #include "common/enum_value.h"
@@ -21,6 +21,7 @@
 #include "verbs/mw.h"
 #include "verbs/pd.h"
 #include "verbs/qp_state_table.h"
+#include "verbs/region_file.h"
 #include "verbs/retry_policy.h"
 #include "verbs/srq.h"
 #include "verbs/xrcd.h"
@@ -321,14 +322,15 @@ void Qp::shutdown() {
     // The rings go back to a parent domain's allocator now, not when the last reference drops
     // (an engine callback may still hold one for a moment): the application may tear its
     // allocator down as soon as ibv_destroy_qp returns. Nothing reaches them any more: the
-    // callbacks drained, and no CQ polls this QP.
+    // callbacks drained, and no CQ polls this QP. They are taken under the lock and freed
+    // outside it, as every call into an application's allocator is.
     {
-        Lock lk(mu_);
-        decltype(sq_)(sq_.get_allocator()).swap(sq_);
-        decltype(sq_sges_)(sq_sges_.get_allocator()).swap(sq_sges_);
-        decltype(sq_inline_)(sq_inline_.get_allocator()).swap(sq_inline_);
-        sq_head_ = sq_count_ = sq_tx_ = 0;
-        rq_.release();
+        auto rings = [&] {
+            Lock lk(mu_);
+            sq_head_ = sq_count_ = sq_tx_ = 0;
+            return std::tuple(std::move(sq_), std::move(sq_sges_), std::move(sq_inline_),
+                              std::move(rq_));
+        }();
     }
     pd_release(qp_base.pd);
 }

@@ -37,12 +37,6 @@ class RecvQueue {
     // Empties the queue, keeping its memory (no allocation: RESET runs under the QP lock and
     // must not call a parent domain's allocator from there).
     void clear() { head_ = count_ = 0; }
-    // Gives the rings' memory back to where it came from (a destroyed QP).
-    void release() {
-        decltype(wqes_)(wqes_.get_allocator()).swap(wqes_);
-        decltype(sges_)(sges_.get_allocator()).swap(sges_);
-        head_ = count_ = 0;
-    }
     uint32_t depth() const { return uint32_t(wqes_.size()); }
     uint32_t count() const { return count_; }
     bool full() const { return count_ == wqes_.size(); }
