@@ -8,11 +8,17 @@
 
 namespace softrdma::transport {
 
+namespace {
+uint64_t iov_bytes(const iovec *iov, int cnt) {
+    uint64_t n = 0;
+    for (int i = 0; i < cnt; ++i) n += iov[i].iov_len;
+    return n;
+}
+}  // namespace
+
 int64_t ShmRing::write(const iovec *iov, int cnt) {
     const uint64_t head = ctl_->head.load(std::memory_order_relaxed);
-    uint64_t want = 0;
-    for (int i = 0; i < cnt; ++i) want += iov[i].iov_len;
-    uint64_t room = room_for(want);
+    uint64_t room = room_for(iov_bytes(iov, cnt));
     if (room == 0 && head - seen_tail_ > cap_) return -1;
     uint64_t pos = head;
     for (int i = 0; i < cnt && room; ++i) {
@@ -72,10 +78,9 @@ void ShmRing::release() {
 
 int64_t ShmRing::take(const iovec *iov, int cnt) {
     const uint64_t tail = rpos_;
-    uint64_t want = 0;
-    for (int i = 0; i < cnt; ++i) want += iov[i].iov_len;
     // The producer's index is fetched only when what was seen of it does not cover the read.
-    if (seen_head_ - tail < want) seen_head_ = ctl_->head.load(std::memory_order_acquire);
+    if (seen_head_ - tail < iov_bytes(iov, cnt))
+        seen_head_ = ctl_->head.load(std::memory_order_acquire);
     const uint64_t avail = seen_head_ - tail;
     if (avail > cap_) return -1;
     uint64_t left = avail;

@@ -59,14 +59,16 @@ bool Qp::try_direct(const ibv_send_wr &wr, Lock &lk) {
     const long long op = enum_value(wr.opcode);  // the caller's, maybe no enumerator at all
     const bool write = op == IBV_WR_RDMA_WRITE;
     if (!write && op != IBV_WR_RDMA_READ) return false;
-    if (shm_regions_enabled() && !shm_switch_awaited_ && stream_ && sq_count_ == 0 &&
-        qp_base.state == IBV_QPS_RTS && (qp_base.qp_type == IBV_QPT_RC || write))
+    auto ready = [&] { return stream_ && sq_count_ == 0 && qp_base.state == IBV_QPS_RTS; };
+    if (!shm_regions_enabled() || !ready()) return false;
+    if (qp_base.qp_type != IBV_QPT_RC && !(write && qp_base.qp_type == IBV_QPT_UC)) return false;
+    if (!shm_switch_awaited_) {
         await_shm_switch(lk);
-    if (!shm_regions_enabled() || sq_count_ != 0 || qp_base.state != IBV_QPS_RTS || !stream_ ||
-        !stream_->shm_tx() || !stream_->shm_rx() || rnr_wait_ || fatal_pending_ || term_pending_ ||
+        if (!ready()) return false;  // the lock was let go meanwhile
+    }
+    if (!stream_->shm_tx() || !stream_->shm_rx() || rnr_wait_ || fatal_pending_ || term_pending_ ||
         fault_plan().active)
         return false;
-    if (qp_base.qp_type != IBV_QPT_RC && !(write && qp_base.qp_type == IBV_QPT_UC)) return false;
     // A request post_one_send would refuse is left to it, to refuse it once and say why.
     if (wr.num_sge < 1 || wr.num_sge > kMaxDirectSge || uint32_t(wr.num_sge) > max_send_sge_ ||
         (!write && (wr.send_flags & IBV_SEND_INLINE)))
