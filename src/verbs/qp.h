@@ -454,7 +454,11 @@ class Qp : public ibv_qp_ex,
     uint32_t executed_seq_ = 0;  // requests executed, cumulative
     uint32_t acked_sent_ = 0;
     uint64_t ack_due_ns_ = 0;  // a deferred ACK goes out alone at this time
+    // How long an ACK may wait for data to ride on. On TCP one of its own costs a send();
+    // on the ring a few stores, and a streaming sender whose window waits on it loses far
+    // more (64 B SENDs: 2.8 Mmsg/s with 20 µs, 4.5 with 2 µs).
     static constexpr uint64_t kAckDelayNs = 20'000;
+    static constexpr uint64_t kShmAckDelayNs = 2'000;
     bool rnr_dropping_ = false;
     bool recv_active_ = false;  // a multi-segment SEND is being placed
     RecvWqe cur_recv_{};

@@ -53,7 +53,9 @@ bool is_send_op(wire::RdmapOp op) {
 
 void Qp::request_executed() {
     ++executed_seq_;
-    if (!ack_due_ns_) ack_due_ns_ = pass_ns_ + kAckDelayNs;  // frames arrive only in a pass
+    if (ack_due_ns_) return;
+    // Frames arrive only in a pass, so the pass's clock reading is now.
+    ack_due_ns_ = pass_ns_ + (stream_ && stream_->shm_tx() ? kShmAckDelayNs : kAckDelayNs);
 }
 
 bool Qp::take_recv(RecvWqe &out) {
