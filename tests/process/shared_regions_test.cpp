@@ -3,8 +3,10 @@
 // access moves into its process's region file, and a same-host peer's WRITE and READ copy
 // straight between the two regions. The data lands where it should, the requester counts
 // the requests it did that way, a deregistered region is out of reach (the usual remote
-// access error) and private again, and a forked child gets its own copy of the pages.
+// access error) and private again, a forked child gets its own copy of the pages, and pages
+// under two registrations, or unmapped before deregistration, lose nothing and leak no access.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -199,6 +201,109 @@ TEST(SharedRegions, ForkedChildGetsItsOwnCopy) {
         oob.barrier();  // the second WRITE landed in the parent's region
         for (size_t i = 0; i < 16384; ++i) PCHECK_EQ(ep.buf[4096 + i], pat(i, 5));
         oob.barrier();
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(requester, target));
+}
+
+namespace {
+
+// WRITEs `round`'s pattern from our first `n` bytes to `addr` under `rkey`; the status.
+ibv_wc_status write_to(Endpoint &ep, uint64_t addr, uint32_t rkey, size_t n, int round) {
+    fill(ep.buf, 0, n, round);
+    const Wire saved = ep.peer;
+    ep.peer.addr = addr;
+    ep.peer.rkey = rkey;
+    PCHECK(ep.post(IBV_WR_RDMA_WRITE, uint64_t(round), 0, uint32_t(n)) == 0);
+    ep.peer = saved;
+    return ep.wait_wc().status;
+}
+
+}  // namespace
+
+// A second registration over a shared region's pages is not published (two sets of rights
+// over one page), so WRITEs under its key take the rings; deregistering the first leaves the
+// pages where the second still needs them. No byte is lost on the way.
+TEST(SharedRegions, OverlappingRegistrationKeepsItsPages) {
+    auto requester = [](Oob &oob) {
+        SharedEndpoint ep(oob, true);
+        const uint32_t key2 = oob.get<uint32_t>();
+        const uint64_t at = ep.peer.addr + 4096;
+        PCHECK_EQ(write_to(ep, at, ep.peer.rkey, 8192, 6), IBV_WC_SUCCESS);
+        PCHECK_EQ(direct_requests(ep), 1u);
+        PCHECK_EQ(write_to(ep, at, key2, 8192, 7), IBV_WC_SUCCESS);
+        PCHECK_EQ(direct_requests(ep), 1u);  // on the rings
+        oob.barrier();                       // the target checks and deregisters the first
+        oob.barrier();
+        PCHECK_EQ(write_to(ep, at, key2, 8192, 8), IBV_WC_SUCCESS);
+        PCHECK_EQ(write_to(ep, at, ep.peer.rkey, 8192, 9), IBV_WC_REM_ACCESS_ERR);
+        PCHECK_EQ(direct_requests(ep), 1u);
+        oob.barrier();
+        return 0;
+    };
+    auto target = [](Oob &oob) {
+        SharedEndpoint ep(oob, false);
+        ibv_mr *mr2 = ibv_reg_mr(ep.pd, ep.buf + 4096, 8192,
+                                 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+        PCHECK(mr2 != nullptr);
+        oob.put(mr2->rkey);
+        oob.barrier();
+        expect(ep.buf + 4096, 0, 8192, 7);
+        PCHECK_EQ(ibv_dereg_mr(ep.mr), 0);
+        ep.mr = nullptr;
+        expect(ep.buf + 4096, 0, 8192, 7);
+        oob.barrier();
+        oob.barrier();  // the requester's WRITE under the second key, and its error
+        expect(ep.buf + 4096, 0, 8192, 8);
+        PCHECK_EQ(ibv_dereg_mr(mr2), 0);
+        expect(ep.buf + 4096, 0, 8192, 8);
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(requester, target));
+}
+
+// An application that unmaps a shared region before deregistering it gets a clean
+// deregistration, the peer's next WRITE the remote access error, and new memory at those
+// addresses its own (not the file's old pages).
+TEST(SharedRegions, RegionUnmappedBeforeDeregistration) {
+    constexpr size_t kLen = 65536;
+    auto requester = [](Oob &oob) {
+        SharedEndpoint ep(oob, true);
+        const uint64_t addr = oob.get<uint64_t>();
+        const uint32_t key = oob.get<uint32_t>();
+        PCHECK_EQ(write_to(ep, addr + 100, key, 30000, 10), IBV_WC_SUCCESS);
+        PCHECK_EQ(direct_requests(ep), 1u);
+        oob.barrier();  // the target unmaps, deregisters, maps again
+        oob.barrier();
+        PCHECK_EQ(write_to(ep, addr + 100, key, 30000, 11), IBV_WC_REM_ACCESS_ERR);
+        oob.barrier();
+        return 0;
+    };
+    auto target = [](Oob &oob) {
+        SharedEndpoint ep(oob, false);
+        void *p = mmap(nullptr, kLen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        PCHECK(p != MAP_FAILED);
+        auto *region = static_cast<uint8_t *>(p);
+        ibv_mr *mr =
+            ibv_reg_mr(ep.pd, region, kLen, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+        PCHECK(mr != nullptr);
+        PCHECK(in_region_file(region));
+        oob.put(uint64_t(uintptr_t(region)));
+        oob.put(mr->rkey);
+        oob.barrier();
+        expect(region + 100, 0, 30000, 10);
+        PCHECK_EQ(munmap(region, kLen), 0);
+        PCHECK_EQ(ibv_dereg_mr(mr), 0);
+        // The same addresses again, fresh: zero, private, and not reachable by the peer.
+        p = mmap(region, kLen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
+                 0);
+        PCHECK(p == region);
+        PCHECK(!in_region_file(region));
+        for (size_t i = 0; i < kLen; ++i) PCHECK_EQ(region[i], 0);
+        oob.barrier();
+        oob.barrier();  // the requester has its error
+        for (size_t i = 0; i < kLen; ++i) PCHECK_EQ(region[i], 0);
+        PCHECK_EQ(munmap(region, kLen), 0);
         return 0;
     };
     EXPECT_PAIR_OK(run_pair(requester, target));
