@@ -12,6 +12,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <unordered_map>
 #include <vector>
 
 #include "cm/cm_api.h"
@@ -91,9 +92,15 @@ bool effective_afonly(const CmId &id, int family) {
     return v6only;
 }
 std::mutex g_ports_mu;
-std::vector<PortUse> &ports() {
-    static auto *v = std::make_unique<std::vector<PortUse>>().release();
-    return *v;
+// Keyed by port space and port: a bind looks at the ids on its own port only (a process with
+// thousands of ids paid a scan of all of them per bind and per destroy).
+using PortMap = std::unordered_multimap<uint32_t, PortUse>;
+uint32_t port_key(int ps, uint16_t port) {
+    return uint32_t(ps) << 16 | port;
+}
+PortMap &ports() {
+    static auto *m = std::make_unique<PortMap>().release();
+    return *m;
 }
 
 // The kernel's cma_check_port: 0, or the errno that refuses `addr` on `port`.
@@ -101,8 +108,10 @@ int port_conflict(const CmId &id, int ps, uint16_t port, const sockaddr *addr) {
     uint8_t gid[16];
     sockaddr_to_gid(addr, gid);
     const bool afonly = effective_afonly(id, addr->sa_family);
-    for (const PortUse &u : ports()) {
-        if (u.port != port || u.ps != ps || u.id == &id) continue;
+    const auto range = ports().equal_range(port_key(ps, port));
+    for (auto it = range.first; it != range.second; ++it) {
+        const PortUse &u = it->second;
+        if (u.id == &id) continue;
         const CmId &other = *u.id;
         if (id.reuseaddr && other.reuseaddr && other.state != State::kListen) continue;
         if (afonly && u.afonly && u.family != addr->sa_family) continue;  // dual stack
@@ -150,7 +159,8 @@ int do_bind(CmId &id, const sockaddr *addr) {
     }
     PortUse use{&id, ps, got, {}, is_any(addr), addr->sa_family, afonly};
     sockaddr_to_gid(addr, use.gid);
-    ports().push_back(use);
+    id.port_key = port_key(ps, got);
+    ports().emplace(id.port_key, use);
     std::memcpy(&id.route.addr.src_storage, &ss, len);
     sockaddr_to_gid(&id.route.addr.src_addr, id.route.addr.addr.ibaddr.sgid.raw);
     if (!is_any(addr)) {
@@ -211,10 +221,18 @@ void nudge_next_hop(int probe) {
 
 void check_resolution(CmId &id);
 
-void release_port(const CmId &id) {
+void release_port(CmId &id) {
     std::lock_guard lk(g_ports_mu);
-    auto &v = ports();
-    for (auto it = v.begin(); it != v.end();) it = it->id == &id ? v.erase(it) : it + 1;
+    if (!id.port_key) return;  // never bound (an accepted id has no port of its own)
+    auto &m = ports();
+    const auto range = m.equal_range(id.port_key);
+    for (auto it = range.first; it != range.second; ++it) {
+        if (it->second.id == &id) {
+            m.erase(it);
+            break;
+        }
+    }
+    id.port_key = 0;
 }
 
 int bind_addr(rdma_cm_id *raw, sockaddr *addr) {

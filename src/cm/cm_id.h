@@ -92,7 +92,8 @@ class CmId : public rdma_cm_id,
     uint8_t qp_timeout() const { return ack_timeout ? ack_timeout : 17; }
 
     // Addressing.
-    UniqueFd sock;  // bound TCP socket: reserves the port, later listens or connects
+    UniqueFd sock;          // bound TCP socket: reserves the port, later listens or connects
+    uint32_t port_key = 0;  // where the id's port reservation is filed (0: none; cm_addr.cpp)
     std::unique_ptr<ibv_sa_path_rec> path;
 
     // Listening.

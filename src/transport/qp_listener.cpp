@@ -41,6 +41,7 @@ class Listener : public Pollable, public std::enable_shared_from_this<Listener> 
     std::mutex mu_;
     std::array<std::weak_ptr<QpAcceptor>, kSlotsPerListener> slots_;
     std::array<bool, kSlotsPerListener> used_{};
+    uint32_t nused_ = 0;
     uint32_t next_ = 0;
     HandshakeGate gate_;
 };
@@ -77,11 +78,14 @@ std::shared_ptr<Listener> Listener::open() {
 
 int Listener::take_slot(const std::shared_ptr<QpAcceptor> &qp) {
     std::lock_guard lk(mu_);
+    // A full listener answers at once: a process with thousands of QPs asks each in turn.
+    if (nused_ == kSlotsPerListener - 1) return -1;  // every slot but kUdSlot
     for (uint32_t i = 0; i < kSlotsPerListener; ++i) {
         const uint32_t s = (next_ + i) % kSlotsPerListener;
         if (s == kUdSlot) continue;  // UD QPNs are UDP port << 8 | 0xff
         if (!used_[s]) {
             used_[s] = true;
+            ++nused_;
             slots_[s] = qp;
             next_ = s + 1;  // do not hand a just-freed QPN out again at once
             return int(s);
@@ -92,7 +96,9 @@ int Listener::take_slot(const std::shared_ptr<QpAcceptor> &qp) {
 
 void Listener::release_slot(uint32_t slot) {
     std::lock_guard lk(mu_);
+    if (slot >= kSlotsPerListener || !used_[slot]) return;
     used_[slot] = false;
+    --nused_;
     slots_[slot].reset();
 }
 

@@ -1039,3 +1039,49 @@ TEST(CmLocal, MigratingASyncIdAcksItsHeldEvent) {
     };
     EXPECT_PAIR_OK(run_pair(body, [](Oob &) { return 0; }));
 }
+
+// The RDMA port space with many ids: each bound id holds its port against every other id,
+// and gives it back when it is destroyed (the reservations are filed by port).
+TEST(CmLocal, ManyBoundIdsHoldAndReleaseTheirPorts) {
+    auto body = [](Oob &) {
+        constexpr int kIds = 600;
+        rdma_event_channel *ch = rdma_create_event_channel();
+        PCHECK(ch != nullptr);
+        std::vector<rdma_cm_id *> ids(kIds);
+        std::vector<uint16_t> ports(kIds);
+        for (int i = 0; i < kIds; ++i) {
+            PCHECK(rdma_create_id(ch, &ids[i], nullptr, RDMA_PS_TCP) == 0);
+            sockaddr_in a = loopback(0);
+            PCHECK(rdma_bind_addr(ids[i], reinterpret_cast<sockaddr *>(&a)) == 0);
+            ports[i] = ntohs(rdma_get_src_port(ids[i]));
+            PCHECK(ports[i] != 0);
+        }
+        rdma_cm_id *other;
+        PCHECK(rdma_create_id(ch, &other, nullptr, RDMA_PS_TCP) == 0);
+        for (int i = 0; i < kIds; i += 7) {
+            sockaddr_in a = loopback(ports[i]);
+            errno = 0;
+            PCHECK(rdma_bind_addr(other, reinterpret_cast<sockaddr *>(&a)) == -1 &&
+                   errno == EADDRNOTAVAIL);
+        }
+        // Another port space does not collide.
+        rdma_cm_id *udp;
+        PCHECK(rdma_create_id(ch, &udp, nullptr, RDMA_PS_UDP) == 0);
+        sockaddr_in u = loopback(ports[0]);
+        PCHECK(rdma_bind_addr(udp, reinterpret_cast<sockaddr *>(&u)) == 0);
+        PCHECK(rdma_destroy_id(udp) == 0);
+        for (int i = 0; i < kIds; ++i) PCHECK(rdma_destroy_id(ids[i]) == 0);
+        // Every port is free again: one id after another takes them all back.
+        for (int i = 0; i < kIds; i += 7) {
+            rdma_cm_id *again;
+            PCHECK(rdma_create_id(ch, &again, nullptr, RDMA_PS_TCP) == 0);
+            sockaddr_in a = loopback(ports[i]);
+            PCHECK(rdma_bind_addr(again, reinterpret_cast<sockaddr *>(&a)) == 0);
+            PCHECK(rdma_destroy_id(again) == 0);
+        }
+        PCHECK(rdma_destroy_id(other) == 0);
+        rdma_destroy_event_channel(ch);
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(body, [](Oob &) { return 0; }));
+}
