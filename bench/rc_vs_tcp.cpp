@@ -441,22 +441,20 @@ void cpu_per_msg(int iters) {
     close(sv[1]);
     auto run = [&](int n) {
         int unsignalled = 0, outstanding = 0;
-        for (int i = 0; i < n; ++i) {
-            const bool sig = ++unsignalled == 64;
-            if (sig) unsignalled = 0;
-            while (outstanding >= 192) {  // the send queue is 256 deep
-                ibv_wc wc;
-                const int k = ibv_poll_cq(a.cq, 1, &wc);
-                if (k < 0 || (k == 1 && wc.status != IBV_WC_SUCCESS)) die("send completion");
-                if (k == 1) outstanding -= 64;
-            }
-            a.post(IBV_WR_SEND, 0, 64, sig ? unsigned(IBV_SEND_SIGNALED) : 0u);
-            if (sig) outstanding += 64;
-            // A poll of A's CQ that finds nothing also sends what doorbell batching holds.
+        auto reap = [&] {  // one poll of A's CQ; a signalled completion retires 64 sends
             ibv_wc wc;
             const int k = ibv_poll_cq(a.cq, 1, &wc);
             if (k < 0 || (k == 1 && wc.status != IBV_WC_SUCCESS)) die("send completion");
             if (k == 1) outstanding -= 64;
+        };
+        for (int i = 0; i < n; ++i) {
+            const bool sig = ++unsignalled == 64;
+            if (sig) unsignalled = 0;
+            while (outstanding >= 192) reap();  // the send queue is 256 deep
+            a.post(IBV_WR_SEND, 0, 64, sig ? unsigned(IBV_SEND_SIGNALED) : 0u);
+            if (sig) outstanding += 64;
+            // A poll of A's CQ that finds nothing also sends what doorbell batching holds.
+            reap();
             if (b.poll1().opcode != IBV_WC_RECV) die("receive");
             b.post_recv();
         }

@@ -66,10 +66,9 @@ void fill_ib_addr(CmId &id) {
 // The RDMA port space of this process, as the kernel's rdma_cm keeps one: an id's port is
 // its own even though the TCP sockets use SO_REUSEADDR (so that a new listener can take a
 // port whose old listener is gone while its accepted connections live on, as on RDMA).
+// Filed under port_key(port space, port).
 struct PortUse {
     const CmId *id;
-    int ps;
-    uint16_t port;  // host order
     uint8_t gid[16];
     bool any;  // wildcard or loopback
     int family;
@@ -157,7 +156,7 @@ int do_bind(CmId &id, const sockaddr *addr) {
     if (!want) {
         if (const int e = port_conflict(id, ps, got, addr)) return fail(e);
     }
-    PortUse use{&id, ps, got, {}, is_any(addr), addr->sa_family, afonly};
+    PortUse use{&id, {}, is_any(addr), addr->sa_family, afonly};
     sockaddr_to_gid(addr, use.gid);
     id.port_key = port_key(ps, got);
     ports().emplace(id.port_key, use);
