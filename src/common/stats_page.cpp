@@ -19,7 +19,7 @@ const char *const kQpCounterNames[kQpCounterCount] = {
     "send_rnr_err",      "rcvd_rnr_err",        "rnr_retries",       "remote_access_err",
     "completion_err",    "ud_drop_no_recv",     "ud_drop_qkey",      "ud_drop_malformed",
     "ud_drop_not_ready", "ud_drop_send_failed", "ud_drop_own_mcast", "ud_drop_socket_full",
-    "raw_drop_rule",     "shm_direct",
+    "raw_drop_rule",     "shm_direct",          "ud_flow_released",
 };
 
 const char *const kProcCounterNames[kProcCounterCount] = {

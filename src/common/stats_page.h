@@ -37,6 +37,7 @@ enum QpCounter : uint32_t {
     kUdDropSocketFull,  // UD: the kernel's receive buffer overflowed (SO_RXQ_OVFL)
     kRawDropRule,       // raw: dropped by a DROP flow rule
     kShmDirect,         // WRITE/READ done straight in a same-host peer's shared region
+    kUdFlowReleased,    // UD: destinations the flow-control watchdog released (no grant for 1 s)
     kQpCounterCount
 };
 extern const char *const kQpCounterNames[kQpCounterCount];

@@ -30,6 +30,10 @@ constexpr uint32_t kUdSlot = 0xff;
 inline uint16_t qpn_port(uint32_t qpn) {
     return uint16_t(qpn >> 8);
 }
+// The QPN of the UD QP whose UDP socket has `port`.
+inline uint32_t ud_qpn(uint16_t port) {
+    return uint32_t(port) << 8 | kUdSlot;
+}
 
 // Returns a fresh QPN routed to `qp`, or 0 with errno set.
 uint32_t register_qp(const std::shared_ptr<QpAcceptor> &qp);

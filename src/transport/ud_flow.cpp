@@ -47,7 +47,7 @@ UdFlow::Dest &UdFlow::dest(const uint8_t gid[16], uint32_t qpn, uint64_t now_ns)
     return *slot;
 }
 
-bool UdFlow::may_send(const uint8_t gid[16], uint32_t qpn, uint64_t now_ns) {
+bool UdFlow::may_send(const uint8_t gid[16], uint32_t qpn, uint64_t now_ns, bool *released) {
     Dest &d = dest(gid, qpn, now_ns);
     if (d.unmetered || d.sent - d.acked < d.window) {
         d.blocked_since = 0;
@@ -57,6 +57,7 @@ bool UdFlow::may_send(const uint8_t gid[16], uint32_t qpn, uint64_t now_ns) {
     if (now_ns - d.blocked_since < kWatchdogNs) return false;
     d.unmetered = true;  // nobody grants: do not stall this peer's traffic any longer
     d.blocked_since = 0;
+    if (released) *released = true;
     return true;
 }
 
@@ -64,15 +65,17 @@ void UdFlow::sent(const uint8_t gid[16], uint32_t qpn, uint64_t now_ns) {
     ++dest(gid, qpn, now_ns).sent;
 }
 
-void UdFlow::granted(const uint8_t gid[16], uint32_t qpn, uint32_t consumed, uint32_t window) {
+void UdFlow::granted(const uint8_t gid[16], uint32_t qpn, uint32_t consumed, uint32_t window,
+                     bool restart) {
     Dest *d = find_dest(gid, qpn, false);
     if (!d) return;  // a peer we never sent to, or forgot
-    const bool resync = d->unmetered;
+    const bool resync = d->unmetered || restart;
     d->unmetered = false;
     d->window = window ? window : kInitialWindow;
-    // After a watchdog release, or when the peer reports more than we sent or less than it
-    // did before (one side forgot the other), datagrams went uncounted or were lost: the
-    // peer's count becomes the truth, so lost datagrams do not shrink the window for good.
+    // After a watchdog release, when the peer restarted its count, or when it reports more
+    // than we sent or less than it did before (one side forgot the other), datagrams went
+    // uncounted or were lost: the peer's count becomes the truth, so lost datagrams do not
+    // shrink the window for good.
     if (resync || int32_t(d->sent - consumed) < 0 || int32_t(consumed - d->acked) < 0)
         d->sent = consumed;
     d->acked = consumed;
@@ -92,13 +95,14 @@ uint64_t UdFlow::retry_at(const uint8_t gid[16], uint32_t qpn) const {
 }
 
 bool UdFlow::consumed(const uint8_t gid[16], uint32_t qpn, uint64_t now_ns, uint32_t window,
-                      uint32_t &grant_consumed) {
+                      uint32_t &grant_consumed, bool &restart) {
     Source *s = nullptr;
     for (Source &e : sources_)
         if (e.used && e.qpn == qpn && std::memcmp(e.gid, gid, 16) == 0) {
             s = &e;
             break;
         }
+    restart = !s;
     if (!s) {
         s = &claim(sources_);
         *s = Source{};
@@ -108,11 +112,8 @@ bool UdFlow::consumed(const uint8_t gid[16], uint32_t qpn, uint64_t now_ns, uint
     }
     s->last_use = now_ns;
     ++s->count;
-    // The first grant goes out early (the sender starts with a small window); then one per
-    // quarter window keeps the sender streaming without a grant per datagram.
-    const uint32_t every = s->granted ? (window / 4 ? window / 4 : 1) : 2;
-    if (s->count - s->granted_at < every) return false;
-    s->granted = true;
+    // One grant per quarter window keeps the sender streaming without a grant per datagram.
+    if (!restart && s->count - s->granted_at < (window / 4 ? window / 4 : 1)) return false;
     s->granted_at = s->count;
     grant_consumed = s->count;
     return true;

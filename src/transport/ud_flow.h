@@ -20,12 +20,14 @@ class UdFlow {
     static constexpr int kTableSize = 64;  // remembered peers per QP; the oldest is forgotten
 
     // ---- sender side; `dest` names the peer by its GID and QPN.
-    // True if one more datagram may go to the peer now (false: hold it back).
-    bool may_send(const uint8_t gid[16], uint32_t qpn, uint64_t now_ns);
+    // True if one more datagram may go to the peer now (false: hold it back). `released` is set
+    // when the watchdog gave up on the peer's grants at this call.
+    bool may_send(const uint8_t gid[16], uint32_t qpn, uint64_t now_ns, bool *released = nullptr);
     void sent(const uint8_t gid[16], uint32_t qpn, uint64_t now_ns);
     // A grant from the peer `qpn` at `gid`: it consumed `consumed` datagrams from us in all
-    // (mod 2^32) and takes `window` in flight.
-    void granted(const uint8_t gid[16], uint32_t qpn, uint32_t consumed, uint32_t window);
+    // (mod 2^32) and takes `window` in flight; `restart`: its count started afresh.
+    void granted(const uint8_t gid[16], uint32_t qpn, uint32_t consumed, uint32_t window,
+                 bool restart = false);
     // The network said the peer is gone (ICMP port unreachable): stop holding its datagrams
     // back until it grants again. False if it was not metered anyway.
     bool unreachable(const uint8_t gid[16], uint32_t qpn);
@@ -34,8 +36,10 @@ class UdFlow {
 
     // ---- receiver side; `src` names the sender by its address (as a GID), UDP port and QPN.
     // Counts one datagram taken off the socket; true when a grant is due, with its fields.
+    // A sender without an entry (new, or forgotten) is granted at once with `restart` set, so
+    // a table churned by more senders than it holds never leaves one waiting for the watchdog.
     bool consumed(const uint8_t gid[16], uint32_t qpn, uint64_t now_ns, uint32_t window,
-                  uint32_t &grant_consumed);
+                  uint32_t &grant_consumed, bool &restart);
 
   private:
     struct Dest {
@@ -51,7 +55,6 @@ class UdFlow {
         uint8_t gid[16];
         uint32_t qpn = 0;
         bool used = false;
-        bool granted = false;
         uint32_t count = 0, granted_at = 0;
         uint64_t last_use = 0;
     };

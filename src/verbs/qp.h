@@ -325,7 +325,9 @@ class Qp : public ibv_qp_ex,
     void ud_deliver(const wire::UdHeader &h, std::span<const uint8_t> payload, const sockaddr *from,
                     const uint8_t *mgid);
     void ud_take_errors(int fd);
-    void ud_send_grant(const sockaddr *to, socklen_t len, uint32_t peer_qpn, uint32_t consumed);
+    void ud_send_grant(const sockaddr *to, socklen_t len, uint32_t peer_qpn, uint32_t consumed,
+                       bool restart);
+    bool ud_may_send(const UdPending &p);
     bool ud_recv_one(int fd, bool mcast);
 
     // qp_raw.cpp

@@ -33,6 +33,11 @@ constexpr uint32_t kQkeyUseQp = 0x80000000u;
 constexpr uint32_t kMulticastQpn = 0xffffff;
 constexpr int kUdSocketBuffer = 4 << 20;
 
+uint16_t sockaddr_port(const sockaddr *sa) {
+    return sa->sa_family == AF_INET6 ? ntohs(reinterpret_cast<const sockaddr_in6 *>(sa)->sin6_port)
+                                     : ntohs(reinterpret_cast<const sockaddr_in *>(sa)->sin_port);
+}
+
 }  // namespace
 
 int Qp::ud_open() {
@@ -56,7 +61,7 @@ int Qp::ud_open() {
         // flow control releases it without waiting for the watchdog (see ud_take_errors).
         setsockopt(fd.get(), IPPROTO_IPV6, IPV6_RECVERR, &one, sizeof one);
         setsockopt(fd.get(), IPPROTO_IP, IP_RECVERR, &one, sizeof one);
-        qp_base.qp_num = uint32_t(port) << 8 | transport::kUdSlot;
+        qp_base.qp_num = transport::ud_qpn(port);
         ud_fd_ = std::move(fd);
         ud_buf_.resize(wire::kUdHeaderLen + 65536);
         return 0;
@@ -103,8 +108,7 @@ int Qp::ud_post_one(const ibv_send_wr &wr) {
         UdPending p;
         iovec iov[kMaxSge + 1];
         ud_prepare(wr, p, iov);
-        if (p.status != IBV_WC_SUCCESS || p.group ||
-            ud_flow_.may_send(p.dgid, p.dst_qpn, now_ns())) {
+        if (p.status != IBV_WC_SUCCESS || p.group || ud_may_send(p)) {
             ud_transmit(p, iov);
             return 0;
         }
@@ -209,12 +213,24 @@ void Qp::ud_transmit(UdPending &p, iovec *iov) {
     complete_send(p.w, p.status);
 }
 
+// Whether the destination's window has room; says so when the watchdog gives up waiting for
+// its grants, since that costs the application a 1 s stall.
+bool Qp::ud_may_send(const UdPending &p) {
+    bool released = false;
+    if (!ud_flow_.may_send(p.dgid, p.dst_qpn, now_ns(), &released)) return false;
+    if (released) {
+        stats_->add(stats::kUdFlowReleased);
+        SR_DEBUG("qp %u: qp %u granted nothing for 1 s: its datagrams go unmetered until it does",
+                 qp_base.qp_num, p.dst_qpn);
+    }
+    return true;
+}
+
 // Sends held-back work requests, in order, as far as the peers' windows allow.
 void Qp::ud_flush_pending() {
     while (ud_pend_count_) {
         UdPending &p = ud_pending_[ud_pend_head_];
-        if (p.status == IBV_WC_SUCCESS && !p.group &&
-            !ud_flow_.may_send(p.dgid, p.dst_qpn, now_ns())) {
+        if (p.status == IBV_WC_SUCCESS && !p.group && !ud_may_send(p)) {
             arm_timer_at(ud_flow_.retry_at(p.dgid, p.dst_qpn));  // the watchdog
             return;
         }
@@ -281,22 +297,29 @@ bool Qp::ud_recv_one(int fd, bool mcast) {
         return true;
     }
     const std::span<const uint8_t> dgram(ud_buf_.data(), size_t(len));
+    const auto *sa = reinterpret_cast<const sockaddr *>(&from);
     wire::UdHeader h;
-    if (!wire::decode_ud_header(dgram, h) || h.dst_qpn != (mgid ? kMulticastQpn : qp_base.qp_num)) {
+    // A UD QP sends from the port its QPN names: any other source QPN is forged, and would
+    // otherwise claim flow-control entries (or grants) for QPs that never sent.
+    if (!wire::decode_ud_header(dgram, h) || h.dst_qpn != (mgid ? kMulticastQpn : qp_base.qp_num) ||
+        h.src_qpn != transport::ud_qpn(sockaddr_port(sa))) {
         stats_->add(stats::kUdDropMalformed);
         return true;
     }
-    const auto *sa = reinterpret_cast<const sockaddr *>(&from);
     if (!mgid) {
         uint8_t peer[16];
         sockaddr_to_gid(sa, peer);
         if (h.flags & wire::kUdFlagCredit) {  // a grant for our own sends to that peer
-            ud_flow_.granted(peer, h.src_qpn, h.imm, h.qkey);
+            ud_flow_.granted(peer, h.src_qpn, h.imm, h.qkey, h.flags & wire::kUdFlagRestart);
             return true;
         }
         uint32_t consumed;
-        if (ud_flow_.consumed(peer, h.src_qpn, now_ns(), ud_window_, consumed))
-            ud_send_grant(sa, m.msg_namelen, h.src_qpn, consumed);
+        bool restart;
+        if (ud_flow_.consumed(peer, h.src_qpn, now_ns(), ud_window_, consumed, restart))
+            ud_send_grant(sa, m.msg_namelen, h.src_qpn, consumed, restart);
+    } else if (h.flags & wire::kUdFlagCredit) {  // grants are never multicast
+        stats_->add(stats::kUdDropMalformed);
+        return true;
     }
     ud_deliver(h, dgram.subspan(wire::kUdHeaderLen), sa, mgid);
     return true;
@@ -330,10 +353,8 @@ void Qp::ud_take_errors(int fd) {
             if (!icmp || ee.ee_errno != ECONNREFUSED || m.msg_namelen == 0) continue;
             uint8_t gid[16];
             sockaddr_to_gid(reinterpret_cast<const sockaddr *>(&dst), gid);
-            const uint16_t port = dst.ss_family == AF_INET6
-                                      ? ntohs(reinterpret_cast<sockaddr_in6 *>(&dst)->sin6_port)
-                                      : ntohs(reinterpret_cast<sockaddr_in *>(&dst)->sin_port);
-            const uint32_t qpn = uint32_t(port) << 8 | transport::kUdSlot;
+            const uint16_t port = sockaddr_port(reinterpret_cast<const sockaddr *>(&dst));
+            const uint32_t qpn = transport::ud_qpn(port);
             if (ud_flow_.unreachable(gid, qpn))
                 SR_DEBUG("qp %u: qp %u is gone (port %u unreachable): its sends are not held",
                          qp_base.qp_num, qpn, port);
@@ -342,9 +363,10 @@ void Qp::ud_take_errors(int fd) {
 }
 
 // Tells a sender how many of its datagrams we took off the socket and how many more may come.
-void Qp::ud_send_grant(const sockaddr *to, socklen_t len, uint32_t peer_qpn, uint32_t consumed) {
+void Qp::ud_send_grant(const sockaddr *to, socklen_t len, uint32_t peer_qpn, uint32_t consumed,
+                       bool restart) {
     wire::UdHeader g;
-    g.flags = wire::kUdFlagCredit;
+    g.flags = wire::kUdFlagCredit | (restart ? wire::kUdFlagRestart : 0);
     g.dst_qpn = peer_qpn;
     g.src_qpn = qp_base.qp_num;
     g.qkey = ud_window_;

@@ -18,7 +18,9 @@ void encode_ud_header(const UdHeader &h, uint8_t *out) {
 
 bool decode_ud_header(std::span<const uint8_t> in, UdHeader &out) {
     if (in.size() < kUdHeaderLen || in[0] != kUdMagic || in[1] != kUdVersion) return false;
-    if (in[2] & ~uint8_t(kUdFlagImm | kUdFlagSolicited | kUdFlagCredit)) return false;
+    if (in[2] & ~uint8_t(kUdFlagImm | kUdFlagSolicited | kUdFlagCredit | kUdFlagRestart))
+        return false;
+    if ((in[2] & kUdFlagRestart) && !(in[2] & kUdFlagCredit)) return false;
     out.flags = in[2];
     out.dst_qpn = get32(&in[4]);
     out.src_qpn = get32(&in[8]);

@@ -18,6 +18,9 @@ enum : uint8_t {
     // Flow-control grant, no payload: imm = datagrams consumed from the addressee (mod 2^32),
     // qkey = datagrams it may have in flight.
     kUdFlagCredit = 0x04,
+    // With kUdFlagCredit only: the receiver's count for the addressee started afresh (it had
+    // never seen it, or forgot it), so the addressee takes imm as the truth.
+    kUdFlagRestart = 0x08,
 };
 
 struct UdHeader {
@@ -29,7 +32,8 @@ struct UdHeader {
 };
 
 void encode_ud_header(const UdHeader &h, uint8_t *out);
-// False for a short datagram, a wrong magic/version, unknown flags or QPNs above 24 bits.
+// False for a short datagram, a wrong magic/version, unknown flags (or a restart without a
+// credit) or QPNs above 24 bits.
 bool decode_ud_header(std::span<const uint8_t> in, UdHeader &out);
 
 }  // namespace softrdma::wire

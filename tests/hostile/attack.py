@@ -17,8 +17,10 @@ Modes:
   slowloris N connections that trickle a valid MPA request, one byte per second each, for S
             seconds; reports when the server closed each one.
   udp       UDP junk at PORT while the legitimate command runs, up to N datagrams a second:
-            random bytes, and UD headers naming QPN --qpn Q with a wrong Q_Key or a forged
-            flow-control grant.
+            random bytes, and UD headers naming QPN --qpn Q: SENDs with a wrong Q_Key, from
+            a random source QPN or, to churn the receiver's table of senders, from 100
+            sockets each naming its own port's QPN; and flow-control grants, forged ones
+            and restarts.
 After the attack (held connections still open) the legitimate command runs; its exit status,
 elapsed time and output are reported. Then the held connections are closed.
 Prints key=value lines; exits 0 whatever the outcome (the caller judges)."""
@@ -149,21 +151,34 @@ def slowloris(host, port, n, seconds):
 
 
 class UdpJunk(threading.Thread):
+    CHURN_SOCKETS = 100  # more senders than a UD QP's flow-control table holds (64)
+
     def __init__(self, host, port, rate, qpn, rng):
         super().__init__(daemon=True)
         self.addr, self.rate, self.qpn, self.rng = (host, port), rate, qpn, rng
         self.stop, self.sent = False, 0
         self.sock = socket.socket(family(host), socket.SOCK_DGRAM)
+        self.churn = []
+        for _ in range(self.CHURN_SOCKETS if qpn is not None else 0):
+            c = socket.socket(family(host), socket.SOCK_DGRAM)
+            c.bind((host, 0))
+            self.churn.append((c, c.getsockname()[1] << 8 | 0xFF))  # a UD QPN names its port
 
     def datagram(self, i):
+        """(socket, bytes) of datagram i."""
         rng = self.rng
         if i % 3 == 0 or self.qpn is None:
-            return rng.randbytes(rng.randint(1, 1400))
+            return self.sock, rng.randbytes(rng.randint(1, 1400))
+        sock, src = self.sock, rng.randint(0, 0xFFFFFF)
+        if i % 2:
+            sock, src = self.churn[(i // 2) % len(self.churn)]
         # magic, version, flags, reserved, destination QPN, source QPN, Q_Key, immediate
-        flags = 0x04 if i % 3 == 1 else 0x00  # a forged grant, or a SEND with a wrong Q_Key
+        flags = 0x04 if i % 3 == 1 else 0x00  # a grant (a restart from a churn socket)
+        if flags and sock is not self.sock:
+            flags |= 0x08
         hdr = bytes([0x55, 0x01, flags, 0]) + self.qpn.to_bytes(4, "big") + \
-            rng.randint(0, 0xFFFFFF).to_bytes(4, "big") + rng.randbytes(8)
-        return hdr + (b"" if flags else rng.randbytes(rng.randint(0, 1000)))
+            src.to_bytes(4, "big") + rng.randbytes(8)
+        return sock, hdr + (b"" if flags else rng.randbytes(rng.randint(0, 1000)))
 
     def run(self):
         start, i = time.monotonic(), 0
@@ -171,7 +186,8 @@ class UdpJunk(threading.Thread):
             # bounded rate: at most `rate` datagrams a second, in bursts of 100
             for _ in range(100):
                 try:
-                    self.sock.sendto(self.datagram(i), self.addr)
+                    sock, data = self.datagram(i)
+                    sock.sendto(data, self.addr)
                     self.sent += 1
                 except OSError:
                     pass

@@ -234,18 +234,26 @@ for a in "junk 300" "half 300" "silent 300" "flood 1000"; do
 done
 
 # 4. UDP: junk datagrams (random bytes, UD headers with a wrong Q_Key, forged flow-control
-# grants) at up to 50,000 a second into a UD QP's port while ibv_ud_pingpong's 2,000 checked
-# round trips run (one lost datagram would hang it), and into the SIDR port of udaddy's
-# RDMA_PS_UDP listener (7174: udaddy has no port option) while udaddy resolves and exchanges.
+# grants, and senders from 100 sockets that churn the QP's 64-entry table of senders) at up to
+# 50,000 a second into a UD QP's port while ibv_ud_pingpong's 2,000 checked round trips run (one
+# lost datagram would hang it; a client left without grants would wait 1 s for the flow-control
+# watchdog, which its debug output tells), and into the SIDR port of udaddy's RDMA_PS_UDP
+# listener (7174: udaddy has no port option) while udaddy resolves and exchanges.
 name=ud_qp.udp
 p=$(free_port)
 if start_bg "$name" "$p" ibv_ud_pingpong -d sr_lo -g 0 -c -n 2000 -p "$p"; then
     spid=$BG_PID
     qpn=$(server_qpn "$BG_OUT")
     if [[ -n $qpn ]] && attack "$name" $((qpn >> 8)) udp 50000 --qpn "$qpn" -- \
-        ibv_ud_pingpong -d sr_lo -g 0 -c -n 2000 -p "$p" $ADDR && wait_exit "$spid" 10 && wait "$spid"; then
+        env SOFTRDMA_DEBUG=1 ibv_ud_pingpong -d sr_lo -g 0 -c -n 2000 -p "$p" $ADDR &&
+        wait_exit "$spid" 10 && wait "$spid"; then
         forget_pid "$spid"
-        pass "$name: $(value "$ATTACK_OUT" udp_datagrams) junk datagrams at UD QP port $((qpn >> 8)); 2000 checked round trips in $(value "$ATTACK_OUT" legit_seconds) s"
+        if grep -q "granted nothing for 1 s" "$ATTACK_OUT"; then
+            fail "$name: the client's sends waited for the flow-control watchdog"
+            dump_file "$name attack" "$ATTACK_OUT"
+        else
+            pass "$name: $(value "$ATTACK_OUT" udp_datagrams) junk datagrams at UD QP port $((qpn >> 8)); 2000 checked round trips in $(value "$ATTACK_OUT" legit_seconds) s"
+        fi
     else
         fail "$name: the UD ping-pong did not survive the junk"
         dump_file "$name server" "$BG_OUT"

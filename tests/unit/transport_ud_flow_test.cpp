@@ -93,17 +93,53 @@ TEST(UdFlow, GrantFromAnotherAddressOfTheSamePeer) {
     EXPECT_FALSE(f.may_send(g.raw, 0x2200ff, 3));
 }
 
-TEST(UdFlow, ReceiverGrantsEarlyThenEveryQuarterWindow) {
+TEST(UdFlow, ReceiverGrantsAtOnceThenEveryQuarterWindow) {
     UdFlow f;
     Gid g;
     uint32_t c = 0;
-    std::vector<uint32_t> grants;
+    bool restart = false;
+    std::vector<std::pair<uint32_t, bool>> grants;
     for (int i = 0; i < 300; ++i)
-        if (f.consumed(g.raw, 5, uint64_t(i), 100, c)) grants.push_back(c);
+        if (f.consumed(g.raw, 5, uint64_t(i), 100, c, restart)) grants.emplace_back(c, restart);
     ASSERT_GE(grants.size(), 3u);
-    EXPECT_EQ(grants[0], 2u);
-    EXPECT_EQ(grants[1], 27u);
-    EXPECT_EQ(grants[2], 52u);
+    EXPECT_EQ(grants[0], std::make_pair(1u, true));  // a new sender: its count starts here
+    EXPECT_EQ(grants[1], std::make_pair(26u, false));
+    EXPECT_EQ(grants[2], std::make_pair(51u, false));
+}
+
+TEST(UdFlow, RestartGrantMakesTheReceiversCountTheTruth) {
+    UdFlow f;
+    Gid g;
+    EXPECT_EQ(send_all(f, g, 9, 1), int(UdFlow::kInitialWindow));
+    // Counted from 1 on: the 7 still in flight go uncounted (a restart forgives, never stalls).
+    f.granted(g.raw, 9, 1, 8, true);
+    EXPECT_EQ(send_all(f, g, 9, 2), 8);
+    // The receiver forgot us and counted afresh: 1 again, which alone is no news.
+    f.granted(g.raw, 9, 1, 8, false);
+    EXPECT_FALSE(f.may_send(g.raw, 9, 3));
+    f.granted(g.raw, 9, 1, 8, true);
+    EXPECT_EQ(send_all(f, g, 9, 4), 8);
+}
+
+// More senders than the receiver's table holds, interleaved so that every one is forgotten
+// before its next datagram: each is still granted, and none waits for the watchdog.
+TEST(UdFlow, ChurnedReceiverTableNeverStallsASender) {
+    UdFlow sender, receiver;
+    Gid g;
+    uint32_t c = 0;
+    bool restart = false;
+    uint64_t now = 1;
+    for (int i = 0; i < 2000; ++i, ++now) {
+        ASSERT_TRUE(sender.may_send(g.raw, 0x200ff, now)) << "blocked at datagram " << i;
+        sender.sent(g.raw, 0x200ff, now);
+        if (receiver.consumed(g.raw, 0x100ff, now, 64, c, restart))
+            sender.granted(g.raw, 0x200ff, c, 64, restart);      // the receiver is QP 0x200ff
+        for (uint32_t q = 0; q < UdFlow::kTableSize + 1; ++q) {  // strangers flush the table
+            Gid other;
+            other.raw[15] = uint8_t(q);
+            receiver.consumed(other.raw, 0x300ff + (q << 8), now, 64, c, restart);
+        }
+    }
 }
 
 TEST(UdFlow, TablesAreBoundedAndForgetTheOldest) {
@@ -115,7 +151,8 @@ TEST(UdFlow, TablesAreBoundedAndForgetTheOldest) {
         g.raw[15] = uint8_t(q);
         EXPECT_TRUE(f.may_send(g.raw, q, q));
         f.sent(g.raw, q, q);
-        f.consumed(g.raw, q, q, 64, c);
+        bool r;
+        f.consumed(g.raw, q, q, 64, c, r);
     }
     Gid first;
     first.raw[14] = 0;

@@ -46,12 +46,14 @@ TEST(WireUdHeader, RejectsForeignOrDamagedHeaders) {
         b[at] = v;
         return !decode_ud_header(std::span<const uint8_t>(b, sizeof b), d);
     };
-    EXPECT_TRUE(bad(0, 0x56));  // magic
-    EXPECT_TRUE(bad(1, 2));     // version
-    EXPECT_TRUE(bad(2, 0x08));  // unknown flag
-    EXPECT_FALSE(bad(2, kUdFlagCredit));  // a flow-control grant
-    EXPECT_TRUE(bad(4, 0x01));  // destination QPN above 24 bits
-    EXPECT_TRUE(bad(8, 0x80));  // source QPN above 24 bits
+    EXPECT_TRUE(bad(0, 0x56));                             // magic
+    EXPECT_TRUE(bad(1, 2));                                // version
+    EXPECT_TRUE(bad(2, 0x10));                             // unknown flag
+    EXPECT_TRUE(bad(2, kUdFlagRestart));                   // a restart outside a grant
+    EXPECT_FALSE(bad(2, kUdFlagCredit));                   // a flow-control grant
+    EXPECT_FALSE(bad(2, kUdFlagCredit | kUdFlagRestart));  // the first grant of a count
+    EXPECT_TRUE(bad(4, 0x01));                             // destination QPN above 24 bits
+    EXPECT_TRUE(bad(8, 0x80));                             // source QPN above 24 bits
     EXPECT_TRUE(decode_ud_header(std::span<const uint8_t>(good, sizeof good), d));
 }
 
