@@ -69,15 +69,22 @@ void UdFlow::granted(const uint8_t gid[16], uint32_t qpn, uint32_t consumed, uin
                      bool restart) {
     Dest *d = find_dest(gid, qpn, false);
     if (!d) return;  // a peer we never sent to, or forgot
-    const bool resync = d->unmetered || restart;
+    const bool released = d->unmetered;
     d->unmetered = false;
     d->window = window ? window : kInitialWindow;
-    // After a watchdog release, when the peer restarted its count, or when it reports more
-    // than we sent or less than it did before (one side forgot the other), datagrams went
-    // uncounted or were lost: the peer's count becomes the truth, so lost datagrams do not
-    // shrink the window for good.
-    if (resync || int32_t(d->sent - consumed) < 0 || int32_t(consumed - d->acked) < 0)
+    if (restart && !released) {
+        // The peer counts afresh from some datagram still in flight: all it counted came out
+        // of those, and the rest stay in flight (none is forgiven, so its buffer cannot
+        // overfill by what it had not counted).
+        const uint32_t in_flight = d->sent - d->acked;
+        d->sent = consumed + (in_flight > consumed ? in_flight - consumed : 0);
+    } else if (released || int32_t(d->sent - consumed) < 0 || int32_t(consumed - d->acked) < 0) {
+        // After a watchdog release, or when the peer reports more than we sent or less than
+        // it did before (one side forgot the other), datagrams went uncounted or were lost:
+        // the peer's count becomes the truth, so lost datagrams do not shrink the window for
+        // good.
         d->sent = consumed;
+    }
     d->acked = consumed;
 }
 

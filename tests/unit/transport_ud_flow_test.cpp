@@ -107,18 +107,25 @@ TEST(UdFlow, ReceiverGrantsAtOnceThenEveryQuarterWindow) {
     EXPECT_EQ(grants[2], std::make_pair(51u, false));
 }
 
-TEST(UdFlow, RestartGrantMakesTheReceiversCountTheTruth) {
+TEST(UdFlow, RestartGrantKeepsUncountedDatagramsInFlight) {
     UdFlow f;
     Gid g;
     EXPECT_EQ(send_all(f, g, 9, 1), int(UdFlow::kInitialWindow));
-    // Counted from 1 on: the 7 still in flight go uncounted (a restart forgives, never stalls).
+    // The peer's first grant counts from the first datagram it took: the other 7 are still
+    // in its socket, and only 1 more fits a window of 8.
     f.granted(g.raw, 9, 1, 8, true);
-    EXPECT_EQ(send_all(f, g, 9, 2), 8);
-    // The receiver forgot us and counted afresh: 1 again, which alone is no news.
-    f.granted(g.raw, 9, 1, 8, false);
-    EXPECT_FALSE(f.may_send(g.raw, 9, 3));
-    f.granted(g.raw, 9, 1, 8, true);
-    EXPECT_EQ(send_all(f, g, 9, 4), 8);
+    EXPECT_EQ(send_all(f, g, 9, 2), 1);
+    f.granted(g.raw, 9, 8, 8, false);  // it took them all
+    EXPECT_EQ(send_all(f, g, 9, 3), 7);
+    // It forgot us and counted afresh: 3 of our 8 in flight taken since.
+    f.granted(g.raw, 9, 3, 8, true);
+    EXPECT_EQ(send_all(f, g, 9, 4), 3);
+    // The same count again without a restart is no news.
+    f.granted(g.raw, 9, 3, 8, false);
+    EXPECT_FALSE(f.may_send(g.raw, 9, 5));
+    // A restart counting more than we have in flight leaves nothing in flight.
+    f.granted(g.raw, 9, 100, 8, true);
+    EXPECT_EQ(send_all(f, g, 9, 6), 8);
 }
 
 // More senders than the receiver's table holds, interleaved so that every one is forgotten
