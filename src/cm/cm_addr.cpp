@@ -22,7 +22,6 @@
 #include "common/clock.h"
 
 namespace softrdma::cm {
-namespace {
 
 bool is_wildcard(const sockaddr *sa) {
     if (sa->sa_family == AF_INET)
@@ -31,6 +30,8 @@ bool is_wildcard(const sockaddr *sa) {
         return IN6_IS_ADDR_UNSPECIFIED(&reinterpret_cast<const sockaddr_in6 *>(sa)->sin6_addr);
     return false;
 }
+
+namespace {
 
 bool is_loopback(const sockaddr *sa) {
     if (sa->sa_family == AF_INET)

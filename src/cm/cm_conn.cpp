@@ -122,6 +122,13 @@ int ready_qp(CmId &id) {
     return verbs::modify_qp(id.qp, &a, rc ? rts : (IBV_QP_STATE | IBV_QP_SQ_PSN));
 }
 
+// Keeps a connected socket until the application's own QP takes it. A finished MPA exchange
+// may leave it registered with the engine (for the QP to re-arm): a parked socket is not.
+void park(CmId &id, UniqueFd fd) {
+    transport::ProgressEngine::get().unwatch(fd.get());
+    id.parked_fd = std::move(fd);
+}
+
 void qp_to_error(CmId &id) {
     ibv_qp *q = id.conn_qp();
     if (!q) return;
@@ -207,7 +214,7 @@ void Listener::on_io(uint32_t) {
                                                       now_ns() + kAcceptRetryNs);
             return;
         }
-        transport::tune_stream_socket(c.get());
+        // TCP_NODELAY comes from the listening socket (accepted sockets inherit it).
         on_request(lid, std::move(c), peer, plen);
     }
 }
@@ -225,6 +232,8 @@ void Listener::on_timer() {
 void Listener::on_request(const std::shared_ptr<CmId> &lid, UniqueFd fd,
                           const sockaddr_storage &peer, socklen_t pl) {
     std::shared_ptr<CmId> child;
+    sockaddr_storage local{};
+    socklen_t ll = 0;
     {
         // Until the request arrives, events for the child go to the listener's channel (so
         // it gets none of its own).
@@ -232,10 +241,16 @@ void Listener::on_request(const std::shared_ptr<CmId> &lid, UniqueFd fd,
         child = std::make_unique<CmId>(lid->chan, lid->context, lid->ps, lid->qp_type);
         child->passive = true;
         child->tos = lid->tos;
+        // A listener on one address accepts on that address; only a wildcard one must ask.
+        if (!is_wildcard(&lid->route.addr.src_addr)) {
+            ll = sockaddr_len(&lid->route.addr.src_addr);
+            std::memcpy(&local, &lid->route.addr.src_storage, ll);
+        }
     }
-    sockaddr_storage local{};
-    socklen_t ll = sizeof local;
-    getsockname(fd.get(), reinterpret_cast<sockaddr *>(&local), &ll);
+    if (!ll) {
+        ll = sizeof local;
+        getsockname(fd.get(), reinterpret_cast<sockaddr *>(&local), &ll);
+    }
     std::weak_ptr<CmId> wchild = child, wlid = lid;
     const uint64_t accepted_at = now_ns();
     // The closure owns the child until the request arrives (the handshake owns the closure
@@ -303,7 +318,7 @@ void Listener::on_request(const std::shared_ptr<CmId> &lid, UniqueFd fd,
                 c->post_event(RDMA_CM_EVENT_CONNECT_ERROR, -EIO);
             return;
         }
-        c->parked_fd = std::move(r.fd);
+        park(*c, std::move(r.fd));
         c->established = true;
         c->post_event(RDMA_CM_EVENT_ESTABLISHED, 0);
     };
@@ -325,8 +340,7 @@ void request_done(CmId &child) {
     child.parent.reset();
     if (!l) return;
     std::lock_guard lk(l->mu);
-    if (l->pending_requests > 0) --l->pending_requests;
-    if (l->listener && l->sock) l->listener->rearm(l->sock.get());
+    if (l->pending_requests > 0) --l->pending_requests;  // the listener accepts all along
 }
 
 void abort_connection(CmId &id) {
@@ -428,7 +442,7 @@ int dial(CmId &id) {
             std::min<uint8_t>(c->conn.initiator_depth, uint8_t(r.peer.ird & 0xff));
         const auto &pd = r.peer.private_data;
         if (!c->qp) {
-            c->parked_fd = std::move(r.fd);
+            park(*c, std::move(r.fd));
             c->post_event(RDMA_CM_EVENT_CONNECT_RESPONSE, 0, pd.data(), pd.size(),
                           kAcceptPrivateData);
             return;

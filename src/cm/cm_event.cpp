@@ -17,28 +17,37 @@ namespace softrdma::cm {
 
 // The eventfd's counter is 1 while events wait and 0 otherwise (changed only under mu_), so
 // the fd polls readable exactly when rdma_get_cm_event has something, and a burst of events
-// costs one write and one read instead of one of each per event.
+// costs one write and one read instead of one of each per event. One exception saves both in
+// a connection storm: while a blocking rdma_get_cm_event is looking for the next event without
+// sleeping, that call takes it, so it is queued without raising the counter (any left when the
+// call returns raise it then).
 EventChannel::EventChannel() : rdma_event_channel{}, efd_(eventfd(0, EFD_CLOEXEC)) {
     fd = efd_.get();
 }
 
 void EventChannel::raise_locked() {
-    waiting_.store(true, std::memory_order_release);
+    raised_ = true;
     uint64_t one = 1;
     [[maybe_unused]] ssize_t r = ::write(efd_.get(), &one, sizeof one);
 }
 
-// Never blocks: the counter is 1 whenever this runs (the queue just went from some to none).
+// Never blocks: the counter is 1 whenever this runs.
 void EventChannel::lower_locked() {
-    waiting_.store(false, std::memory_order_relaxed);
+    raised_ = false;
     uint64_t v;
     [[maybe_unused]] ssize_t r = ::read(efd_.get(), &v, sizeof v);
 }
 
+void EventChannel::queue_emptied_locked() {
+    queued_.store(false, std::memory_order_relaxed);
+    if (raised_) lower_locked();
+}
+
 void EventChannel::push(std::unique_ptr<CmEvent> ev) {
     std::lock_guard lk(mu_);
-    if (q_.empty()) raise_locked();
     q_.push_back(std::move(ev));
+    queued_.store(true, std::memory_order_release);
+    if (!raised_ && !spinners_) raise_locked();
 }
 
 CmEvent *EventChannel::get() {
@@ -49,7 +58,10 @@ CmEvent *EventChannel::get() {
                 last_taken_ns_.store(now_ns(), std::memory_order_relaxed);
                 CmEvent *ev = q_.front().release();
                 q_.pop_front();
-                if (q_.empty()) lower_locked();
+                if (q_.empty())
+                    queue_emptied_locked();
+                else if (!raised_)
+                    raise_locked();  // queued while a call was looking: now others must see it
                 return ev;
             }
         }
@@ -66,9 +78,19 @@ CmEvent *EventChannel::get() {
         // (yielding the CPU between looks) before sleeping. A quiet channel sleeps at once.
         const uint64_t now = now_ns();
         if (within_ns(now, last_taken_ns_.load(std::memory_order_relaxed), kBusyWindowNs)) {
+            {
+                std::lock_guard lk(mu_);
+                ++spinners_;
+            }
             const uint64_t until = now + transport::engine_spin_ns();
-            while (!waiting_.load(std::memory_order_acquire) && now_ns() < until) sched_yield();
-            if (waiting_.load(std::memory_order_acquire)) continue;
+            while (!queued_.load(std::memory_order_acquire) && now_ns() < until) sched_yield();
+            bool found;
+            {
+                std::lock_guard lk(mu_);
+                --spinners_;
+                found = !q_.empty();  // taken (or raised, if more remain) at the top
+            }
+            if (found) continue;
         }
         pollfd p{efd_.get(), POLLIN, 0};
         if (::poll(&p, 1, -1) < 0 && errno != EINTR) return nullptr;
@@ -80,14 +102,14 @@ void EventChannel::discard_for(const CmId *id) {
     if (q_.empty()) return;
     for (auto it = q_.begin(); it != q_.end();)
         it = (*it)->owner.get() == id ? q_.erase(it) : it + 1;
-    if (q_.empty()) lower_locked();
+    if (q_.empty()) queue_emptied_locked();
 }
 
 void EventChannel::discard_all() {
     std::deque<std::unique_ptr<CmEvent>> gone;
     {
         std::lock_guard lk(mu_);
-        if (!q_.empty()) lower_locked();
+        if (!q_.empty()) queue_emptied_locked();
         gone.swap(q_);
     }  // events (and the ids they keep alive) die outside the lock
 }

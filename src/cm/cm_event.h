@@ -40,8 +40,11 @@ class EventChannel : public rdma_event_channel {
   private:
     void raise_locked();
     void lower_locked();
+    void queue_emptied_locked();
     static constexpr uint64_t kBusyWindowNs = 1'000'000;  // "right after an event"
-    std::atomic<bool> waiting_{false};        // the eventfd's state (events queued), without mu_
+    std::atomic<bool> queued_{false};                     // q_ is not empty (read without mu_)
+    bool raised_ = false;                                 // the eventfd's counter is 1 (under mu_)
+    int spinners_ = 0;                        // get() calls looking without sleeping (under mu_)
     std::atomic<uint64_t> last_taken_ns_{0};  // when get() last returned an event
     UniqueFd efd_;
     AdaptiveMutex mu_;

@@ -171,6 +171,7 @@ void take_device(rdma_cm_id &id, ibv_context *ctx);
 std::vector<ibv_context *> all_contexts();
 using verbs::sockaddr_to_gid;
 socklen_t sockaddr_len(const sockaddr *sa);
+bool is_wildcard(const sockaddr *sa);  // INADDR_ANY or ::
 
 uint64_t cm_timeout_ns();
 // Sets errno and returns -1, the librdmacm error convention (rdma-core's ERR()).

@@ -44,6 +44,14 @@ bool connected_to_itself(int fd) {
 
 }  // namespace
 
+namespace {
+// What each side waits for once its request is out (active) or while it arrives (passive).
+// One-shot on the active side: the reply usually comes whole, and a disarmed socket can be
+// handed to the QP with one re-arm.
+constexpr uint32_t kActiveReceive = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
+constexpr uint32_t kPassiveReceive = EPOLLIN | EPOLLRDHUP;
+}  // namespace
+
 MpaHandshake::MpaHandshake(UniqueFd fd, bool active, uint64_t deadline)
     : fd_(std::move(fd)),
       active_(active),
@@ -57,16 +65,27 @@ std::shared_ptr<MpaHandshake> MpaHandshake::start_active(UniqueFd fd, std::vecto
     h->out_ = std::move(request);
     h->done_ = std::move(done);
     h->self_ = h;
-    auto &eng = ProgressEngine::get();
     std::unique_lock lk(h->mu_);
-    const int fd_num = h->fd_.get();
-    if (!eng.watch(fd_num, h, EPOLLIN | EPOLLOUT | EPOLLRDHUP)) {
+    // Registered once, for what is next: on loopback the request is usually out already.
+    h->send_early();
+    if (!h->arm(h->state_ == State::kReceiving ? kActiveReceive
+                                               : EPOLLIN | EPOLLOUT | EPOLLRDHUP)) {
         h->finish(lk, errno);
         return h;
     }
-    eng.schedule(h, deadline_ns);
-    h->send_early();
+    ProgressEngine::get().schedule(h, deadline_ns);
     return h;
+}
+
+// Registers the socket with the engine, or changes what it waits for. mu_ held.
+bool MpaHandshake::arm(uint32_t events) {
+    auto &eng = ProgressEngine::get();
+    if (!(watched_ ? eng.rearm(fd_.get(), shared_from_this(), events)
+                   : eng.watch(fd_.get(), shared_from_this(), events)))
+        return false;
+    watched_ = true;
+    armed_ = events;
+    return true;
 }
 
 // A connection that is already up (loopback completes inside connect()) takes its request
@@ -82,8 +101,7 @@ void MpaHandshake::send_early() {
     state_ = State::kSending;
     int err = 0;
     if (!flush_out(err)) return;  // the engine sees the rest (or the error) on its next event
-    state_ = State::kReceiving;
-    ProgressEngine::get().rearm(fd_.get(), shared_from_this(), EPOLLIN | EPOLLRDHUP);
+    state_ = State::kReceiving;   // start_active() registers the socket for the reply
 }
 
 std::shared_ptr<MpaHandshake> MpaHandshake::start_passive(UniqueFd fd, Decide decide,
@@ -92,14 +110,9 @@ std::shared_ptr<MpaHandshake> MpaHandshake::start_passive(UniqueFd fd, Decide de
     h->decide_ = std::move(decide);
     h->done_ = std::move(done);
     h->self_ = h;
-    auto &eng = ProgressEngine::get();
     std::unique_lock lk(h->mu_);
-    if (!eng.watch(h->fd_.get(), h, EPOLLIN | EPOLLRDHUP)) {
-        h->finish(lk, errno);
-        return h;
-    }
-    eng.schedule(h, deadline_ns);
-    h->step(lk);
+    ProgressEngine::get().schedule(h, deadline_ns);
+    h->step(lk);  // the request often came with the connection: registered after this
     return h;
 }
 
@@ -147,7 +160,8 @@ void MpaHandshake::finish(std::unique_lock<std::mutex> &lk, int err) {
                                        : std::strerror(err));
     state_ = State::kFinished;
     awaiting_request_.store(false, std::memory_order_release);
-    if (fd_) ProgressEngine::get().unwatch(fd_.get());
+    const bool hand_over_registered = err == 0 && (armed_ == 0 || (armed_ & EPOLLONESHOT));
+    if (fd_ && watched_ && !hand_over_registered) ProgressEngine::get().unwatch(fd_.get());
     Result r;
     r.err = err;
     r.got_frame = got_frame_;
@@ -195,11 +209,19 @@ bool MpaHandshake::read_frame(int &err, bool &complete) {
                 return false;
             }
             if (r.status == wire::DecodeStatus::kOk) {
+                if (r.needed != in_.size()) {
+                    err = EPROTO;
+                    return false;
+                }
                 complete = true;
                 return true;
             }
             want = r.needed;
         }
+        // Nothing may follow a request before our reply: the passive side reads the largest
+        // request at once, and treats bytes beyond it as the protocol error they are.
+        if (!active_ && in_.empty())
+            want = wire::kMpaFixedLen + wire::kMpaV2DataLen + wire::kMpaMaxPrivateData;
         const size_t have = in_.size();
         in_.resize(want);
         const ssize_t n = ::recv(fd_.get(), in_.data() + have, want - have, MSG_DONTWAIT);
@@ -239,12 +261,17 @@ void MpaHandshake::step(std::unique_lock<std::mutex> &lk) {
                     return;
                 }
                 state_ = State::kReceiving;
-                ProgressEngine::get().rearm(fd_.get(), shared_from_this(), EPOLLIN | EPOLLRDHUP);
+                if (!arm(kActiveReceive)) return finish(lk, errno);
                 break;
             case State::kReceiving: {
                 bool complete;
                 if (!read_frame(err, complete)) return finish(lk, err ? err : EPROTO);
-                if (!complete) return;
+                if (!complete) {
+                    // Registered (passive: first time here), or re-armed after a one-shot.
+                    if (!armed_ && !arm(active_ ? kActiveReceive : kPassiveReceive))
+                        return finish(lk, errno);
+                    return;
+                }
                 got_frame_ = true;
                 awaiting_request_.store(false, std::memory_order_release);
                 if (active_) {
@@ -254,8 +281,7 @@ void MpaHandshake::step(std::unique_lock<std::mutex> &lk) {
                 // Nothing more may arrive before our reply: watch only for the peer leaving,
                 // one-shot, so a closed socket cannot spin the engine while we wait.
                 state_ = State::kDeferred;
-                ProgressEngine::get().rearm(fd_.get(), shared_from_this(),
-                                            EPOLLRDHUP | EPOLLONESHOT);
+                if (!arm(EPOLLRDHUP | EPOLLONESHOT)) return finish(lk, errno);
                 break;
             }
             case State::kDeferred: {
@@ -287,8 +313,7 @@ void MpaHandshake::step(std::unique_lock<std::mutex> &lk) {
             case State::kSendingReply:
                 if (!flush_out(err)) {
                     if (err) return finish(lk, err);
-                    ProgressEngine::get().rearm(fd_.get(), shared_from_this(),
-                                                EPOLLOUT | EPOLLRDHUP);
+                    if (!arm(EPOLLOUT | EPOLLRDHUP)) return finish(lk, errno);
                     return;
                 }
                 return finish(lk, reply_accepted_ ? 0 : ECONNREFUSED);
@@ -316,6 +341,7 @@ bool MpaHandshake::respond(std::vector<uint8_t> reply, bool accepted) {
 
 void MpaHandshake::on_io(uint32_t events) {
     std::unique_lock lk(mu_);
+    if (armed_ & EPOLLONESHOT) armed_ = 0;  // fired: disarmed until arm()
     if ((state_ == State::kDeferred || state_ == State::kHeld) &&
         (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
         return finish(lk, ECONNREFUSED);  // the requester gave up

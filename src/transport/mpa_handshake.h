@@ -78,12 +78,19 @@ class MpaHandshake : public Pollable, public std::enable_shared_from_this<MpaHan
     void finish(std::unique_lock<std::mutex> &lk, int err);
     bool flush_out(int &err);
     bool read_frame(int &err, bool &complete);
+    bool arm(uint32_t events);
 
     std::mutex mu_;
     UniqueFd fd_;
     bool active_;
     uint64_t deadline_;
     State state_;
+    // The socket's registration with the engine: made at the first arm() (a passive side that
+    // reads its request at once registers only for what comes next); the events it waits
+    // for, 0 once a one-shot mask has fired. A successful exchange leaves a one-shot socket
+    // registered, so the QP that takes it re-arms it instead of registering it again.
+    bool watched_ = false;
+    uint32_t armed_ = 0;
     std::vector<uint8_t> out_;
     size_t out_off_ = 0;
     std::vector<uint8_t> in_;
@@ -103,7 +110,8 @@ class MpaHandshake : public Pollable, public std::enable_shared_from_this<MpaHan
 // Starts a non-blocking TCP connect with TCP_NODELAY; returns an invalid fd (errno set) on an
 // immediate failure.
 UniqueFd tcp_connect_nonblocking(const sockaddr *addr, unsigned addrlen);
-// TCP_NODELAY on a stream socket (created or accepted non-blocking).
+// TCP_NODELAY on a stream socket (created non-blocking, or listening: accepted sockets inherit
+// it).
 void tune_stream_socket(int fd);
 
 }  // namespace softrdma::transport

@@ -76,14 +76,24 @@ ProgressEngine::~ProgressEngine() {
 }
 
 bool ProgressEngine::watch(int fd, const std::shared_ptr<Pollable> &owner, uint32_t events) {
+    bool known;
     {
         std::lock_guard lk(mu_);
-        owners_[fd] = owner;
+        auto [it, added] = owners_.try_emplace(fd, owner);
+        if (!added) it->second = owner;
+        known = !added;
     }
     epoll_event ev{};
     ev.events = events;
     ev.data.fd = fd;
-    if (epoll_ctl(epfd_.get(), EPOLL_CTL_ADD, fd, &ev) == 0) return true;
+    // A socket handed over still registered (a finished MPA exchange) takes one MOD. An entry
+    // may also be left from a socket closed while registered (the kernel dropped it): ADD then.
+    int op = known ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+    for (int tries = 0; tries < 2; ++tries) {
+        if (epoll_ctl(epfd_.get(), op, fd, &ev) == 0) return true;
+        if (errno != (op == EPOLL_CTL_MOD ? ENOENT : EEXIST)) break;
+        op = op == EPOLL_CTL_MOD ? EPOLL_CTL_ADD : EPOLL_CTL_MOD;
+    }
     const int err = errno;
     std::lock_guard lk(mu_);
     owners_.erase(fd);

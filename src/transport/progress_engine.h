@@ -35,8 +35,9 @@ class ProgressEngine {
   public:
     static ProgressEngine &get();
 
-    // Registers `fd`; the engine holds only a weak reference, so an owner that dies is
-    // simply skipped. Returns false (errno set) if epoll refuses the fd.
+    // Registers `fd` (or takes over its registration, if a previous owner left it registered);
+    // the engine holds only a weak reference, so an owner that dies is simply skipped.
+    // Returns false (errno set) if epoll refuses the fd.
     bool watch(int fd, const std::shared_ptr<Pollable> &owner, uint32_t events);
     bool rearm(int fd, const std::shared_ptr<Pollable> &owner, uint32_t events);
     void unwatch(int fd);

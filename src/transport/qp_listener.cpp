@@ -71,6 +71,7 @@ std::shared_ptr<Listener> Listener::open() {
         }
     }
     if (!fd) return nullptr;
+    tune_stream_socket(fd.get());  // accepted sockets inherit TCP_NODELAY
     l->fd_ = std::move(fd);
     if (!ProgressEngine::get().watch(l->fd_.get(), l, EPOLLIN)) return nullptr;
     return l;
@@ -126,7 +127,6 @@ void Listener::on_io(uint32_t) {
             }
             return;
         }
-        tune_stream_socket(c.get());
         std::weak_ptr<Listener> self = shared_from_this();
         auto target = std::make_shared<std::weak_ptr<QpAcceptor>>();
         auto decide = [self, target](const wire::MpaFrame &req, MpaHandshake &) {
