@@ -492,8 +492,8 @@ class Qp : public ibv_qp_ex,
     std::vector<iovec> ud_pending_iov_;
     std::vector<uint8_t> ud_pending_inline_;
     uint32_t ud_pend_head_ = 0, ud_pend_count_ = 0;
-    transport::UdFlow ud_flow_;
-    uint32_t ud_window_ = 0;  // datagrams each sender may have in flight to us
+    std::unique_ptr<transport::UdFlow> ud_flow_;  // UD only: 6 KiB an RC QP need not touch
+    uint32_t ud_window_ = 0;                      // datagrams each sender may have in flight to us
 
     // Raw packet QPs: ud_fd_ is the packet socket and ud_buf_ the frame just received.
     std::vector<Flow *> flows_;  // by priority

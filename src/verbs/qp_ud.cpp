@@ -63,6 +63,7 @@ int Qp::ud_open() {
         setsockopt(fd.get(), IPPROTO_IP, IP_RECVERR, &one, sizeof one);
         qp_base.qp_num = transport::ud_qpn(port);
         ud_fd_ = std::move(fd);
+        ud_flow_ = std::make_unique<transport::UdFlow>();
         ud_buf_.resize(wire::kUdHeaderLen + 65536);
         return 0;
     }
@@ -113,7 +114,7 @@ int Qp::ud_post_one(const ibv_send_wr &wr) {
             return 0;
         }
         if (ud_pending_.empty()) ud_pending_alloc();
-        arm_timer_at(ud_flow_.retry_at(p.dgid, p.dst_qpn));  // the watchdog
+        arm_timer_at(ud_flow_->retry_at(p.dgid, p.dst_qpn));  // the watchdog
     } else if (ud_pend_count_ >= ud_pending_.size()) {
         return refuse(ENOMEM, "ibv_post_send", "the send queue is full (%zu held back)",
                       ud_pending_.size());
@@ -207,7 +208,7 @@ void Qp::ud_transmit(UdPending &p, iovec *iov) {
         } else {
             stats_->add(stats::kSentPkts);
             stats_->add(stats::kSentBytes, p.w.total_len);
-            if (!p.group) ud_flow_.sent(p.dgid, p.dst_qpn, now_ns());
+            if (!p.group) ud_flow_->sent(p.dgid, p.dst_qpn, now_ns());
         }
     }
     complete_send(p.w, p.status);
@@ -217,7 +218,7 @@ void Qp::ud_transmit(UdPending &p, iovec *iov) {
 // its grants, since that costs the application a 1 s stall.
 bool Qp::ud_may_send(const UdPending &p) {
     bool released = false;
-    if (!ud_flow_.may_send(p.dgid, p.dst_qpn, now_ns(), &released)) return false;
+    if (!ud_flow_->may_send(p.dgid, p.dst_qpn, now_ns(), &released)) return false;
     if (released) {
         stats_->add(stats::kUdFlowReleased);
         SR_DEBUG("qp %u: qp %u granted nothing for 1 s: its datagrams go unmetered until it does",
@@ -231,7 +232,7 @@ void Qp::ud_flush_pending() {
     while (ud_pend_count_) {
         UdPending &p = ud_pending_[ud_pend_head_];
         if (p.status == IBV_WC_SUCCESS && !p.group && !ud_may_send(p)) {
-            arm_timer_at(ud_flow_.retry_at(p.dgid, p.dst_qpn));  // the watchdog
+            arm_timer_at(ud_flow_->retry_at(p.dgid, p.dst_qpn));  // the watchdog
             return;
         }
         ud_transmit(p, ud_pend_iov(ud_pend_head_));
@@ -310,12 +311,12 @@ bool Qp::ud_recv_one(int fd, bool mcast) {
         uint8_t peer[16];
         sockaddr_to_gid(sa, peer);
         if (h.flags & wire::kUdFlagCredit) {  // a grant for our own sends to that peer
-            ud_flow_.granted(peer, h.src_qpn, h.imm, h.qkey, h.flags & wire::kUdFlagRestart);
+            ud_flow_->granted(peer, h.src_qpn, h.imm, h.qkey, h.flags & wire::kUdFlagRestart);
             return true;
         }
         uint32_t consumed;
         bool restart;
-        if (ud_flow_.consumed(peer, h.src_qpn, now_ns(), ud_window_, consumed, restart))
+        if (ud_flow_->consumed(peer, h.src_qpn, now_ns(), ud_window_, consumed, restart))
             ud_send_grant(sa, m.msg_namelen, h.src_qpn, consumed, restart);
     } else if (h.flags & wire::kUdFlagCredit) {  // grants are never multicast
         stats_->add(stats::kUdDropMalformed);
@@ -355,7 +356,7 @@ void Qp::ud_take_errors(int fd) {
             sockaddr_to_gid(reinterpret_cast<const sockaddr *>(&dst), gid);
             const uint16_t port = sockaddr_port(reinterpret_cast<const sockaddr *>(&dst));
             const uint32_t qpn = transport::ud_qpn(port);
-            if (ud_flow_.unreachable(gid, qpn))
+            if (ud_flow_->unreachable(gid, qpn))
                 SR_DEBUG("qp %u: qp %u is gone (port %u unreachable): its sends are not held",
                          qp_base.qp_num, qpn, port);
         }
