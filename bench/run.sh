@@ -16,7 +16,7 @@
 # fewer sizes and iterations), BENCH_PIN=0 (do not pin server to CPU1 / client to CPU0),
 # BENCH_ONLY=rsockets (only the rsockets section and the plain iperf3 runs it compares with).
 # BENCH_ONLY=same_host (only the same-host section, and the TCP-path latency and rate rows
-# its targets are taken against).
+# its targets are taken against). BENCH_ONLY=conn (only CM connection setup against plain TCP).
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -354,6 +354,19 @@ write_missing() {
     missing ofi conn any "$CONNS" 1 "libfabric-bin has no connection-rate test"
 }
 
+# CM connection setup (cmtime, all steps) against plain TCP connect+accept, one round.
+conn_round() {
+    log "round $rep/$REPS: connection setup ($CONNS connections)"
+    # cmtime's server never exits by itself; stop_server ends it.
+    raw=$RAW/softrdma.cmtime.r$rep.txt
+    run_pair "$raw" 120 "${SR[@]}" cmtime -b "$ADDR" -p @PORT@ -- \
+        "${SR[@]}" cmtime -s "$ADDR" -p @PORT@ -c "$CONNS"
+    record softrdma conn CONNECT "$CONNS" 1 "$rep" cmtime "$raw"
+    raw=$RAW/tcp.connrate.r$rep.txt
+    run_pair "$raw" 60 "$CONNRATE" server @PORT@ "$CONNS" -- "$CONNRATE" client "$ADDR" @PORT@ "$CONNS"
+    record tcp conn tcp_connrate "$CONNS" 1 "$rep" tcp_connrate "$raw"
+}
+
 # ---------------------------------------------------------------- the measurements
 log "outdir $OUT, $REPS round(s), pin=${PIN}, load: $(cut -d' ' -f1-3 /proc/loadavg)"
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -368,6 +381,10 @@ for ((rep = 1; rep <= REPS; rep++)); do
         done
         log "round $rep/$REPS: rsockets"
         rsocket_round
+        continue
+    fi
+    if [ "${BENCH_ONLY:-}" = conn ]; then
+        conn_round
         continue
     fi
     if [ "${BENCH_ONLY:-}" = same_host ]; then
@@ -444,15 +461,7 @@ for ((rep = 1; rep <= REPS; rep++)); do
         sockperf throughput -i "$ADDR" -p @PORT@ --tcp -m "$RATE_SIZE" -t "$SP_TIME"
     record tcp rate sockperf_tp "$RATE_SIZE" 1 "$rep" sockperf "$raw"
 
-    log "round $rep/$REPS: connection setup ($CONNS connections)"
-    # cmtime's server never exits by itself; stop_server ends it.
-    raw=$RAW/softrdma.cmtime.r$rep.txt
-    run_pair "$raw" 120 "${SR[@]}" cmtime -b "$ADDR" -p @PORT@ -- \
-        "${SR[@]}" cmtime -s "$ADDR" -p @PORT@ -c "$CONNS"
-    record softrdma conn CONNECT "$CONNS" 1 "$rep" cmtime "$raw"
-    raw=$RAW/tcp.connrate.r$rep.txt
-    run_pair "$raw" 60 "$CONNRATE" server @PORT@ "$CONNS" -- "$CONNRATE" client "$ADDR" @PORT@ "$CONNS"
-    record tcp conn tcp_connrate "$CONNS" 1 "$rep" tcp_connrate "$raw"
+    conn_round
 
     log "round $rep/$REPS: same host (shared memory)"
     same_host_round

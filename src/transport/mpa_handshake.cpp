@@ -94,14 +94,18 @@ bool MpaHandshake::arm(uint32_t events) {
 // caller may hold) is left to the engine.
 void MpaHandshake::send_early() {
     if (state_ != State::kConnecting) return;
-    // Not SO_ERROR: reading it clears it, and a refused connection must reach step() intact.
-    sockaddr_storage peer;
-    socklen_t plen = sizeof peer;
-    if (::getpeername(fd_.get(), reinterpret_cast<sockaddr *>(&peer), &plen) != 0) return;
+    // The send itself says whether the connection is up: EAGAIN while it is still being made
+    // (left to step()), or the connection's error, which it consumes: kept for step().
     state_ = State::kSending;
     int err = 0;
-    if (!flush_out(err)) return;  // the engine sees the rest (or the error) on its next event
-    state_ = State::kReceiving;   // start_active() registers the socket for the reply
+    if (flush_out(err)) {
+        state_ = State::kReceiving;  // start_active() registers the socket for the reply
+        return;
+    }
+    if (err)
+        early_err_ = err;
+    else if (out_off_ == 0)
+        state_ = State::kConnecting;
 }
 
 std::shared_ptr<MpaHandshake> MpaHandshake::start_passive(UniqueFd fd, Decide decide,
@@ -256,6 +260,7 @@ void MpaHandshake::step(std::unique_lock<std::mutex> &lk) {
                 break;
             }
             case State::kSending:
+                if (early_err_) return finish(lk, early_err_);
                 if (!flush_out(err)) {
                     if (err) return finish(lk, err);
                     return;

@@ -91,6 +91,7 @@ class MpaHandshake : public Pollable, public std::enable_shared_from_this<MpaHan
     // registered, so the QP that takes it re-arms it instead of registering it again.
     bool watched_ = false;
     uint32_t armed_ = 0;
+    int early_err_ = 0;  // the connection's error, consumed by send_early()'s send
     std::vector<uint8_t> out_;
     size_t out_off_ = 0;
     std::vector<uint8_t> in_;

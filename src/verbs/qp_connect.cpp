@@ -207,7 +207,10 @@ bool Qp::adopt_stream(transport::MpaHandshake::Result &&r, Lock &lk) {
     SR_DEBUG("qp %u: connected to qpn %u (softrdma extensions %s, CRC %s)", qp_base.qp_num,
              remote_qpn_, ext_ ? "on" : "off", crc ? "on" : "off");
     shm_offer_due_ = true;  // made with the first request either way (qp_shm.cpp)
-    progress(lk);
+    // Sends posted before the connection came up leave now. No read: the peer sends nothing
+    // before it has our reply or RTU, and anything that did arrive makes the re-armed socket
+    // report at once.
+    progress(lk, false);
     return true;
 }
 
