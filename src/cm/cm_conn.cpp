@@ -124,9 +124,9 @@ int ready_qp(CmId &id) {
 
 // Keeps a connected socket until the application's own QP takes it. A finished MPA exchange
 // may leave it registered with the engine (for the QP to re-arm): a parked socket is not.
-void park(CmId &id, UniqueFd fd) {
-    transport::ProgressEngine::get().unwatch(fd.get());
-    id.parked_fd = std::move(fd);
+void park(CmId &id, transport::MpaHandshake::Result &r) {
+    if (r.registered) transport::ProgressEngine::get().unwatch(r.fd.get());
+    id.parked_fd = std::move(r.fd);
 }
 
 void qp_to_error(CmId &id) {
@@ -318,7 +318,7 @@ void Listener::on_request(const std::shared_ptr<CmId> &lid, UniqueFd fd,
                 c->post_event(RDMA_CM_EVENT_CONNECT_ERROR, -EIO);
             return;
         }
-        park(*c, std::move(r.fd));
+        park(*c, r);
         c->established = true;
         c->post_event(RDMA_CM_EVENT_ESTABLISHED, 0);
     };
@@ -442,7 +442,7 @@ int dial(CmId &id) {
             std::min<uint8_t>(c->conn.initiator_depth, uint8_t(r.peer.ird & 0xff));
         const auto &pd = r.peer.private_data;
         if (!c->qp) {
-            park(*c, std::move(r.fd));
+            park(*c, r);
             c->post_event(RDMA_CM_EVENT_CONNECT_RESPONSE, 0, pd.data(), pd.size(),
                           kAcceptPrivateData);
             return;

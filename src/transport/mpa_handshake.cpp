@@ -171,10 +171,12 @@ void MpaHandshake::finish(std::unique_lock<std::mutex> &lk, int err) {
     r.got_frame = got_frame_;
     r.rejected = active_ && got_frame_ && (peer_.flags & wire::kMpaFlagReject);
     r.peer = std::move(peer_);
-    if (err == 0)
+    if (err == 0) {
         r.fd = std::move(fd_);
-    else
+        r.registered = watched_ && hand_over_registered;
+    } else {
         fd_.reset();
+    }
     Done done = std::move(done_);
     done_ = nullptr;
     Decide decide = std::move(decide_);  // may own objects that own us: break the cycle

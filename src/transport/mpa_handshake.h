@@ -25,8 +25,18 @@ class MpaHandshake : public Pollable, public std::enable_shared_from_this<MpaHan
         int err = 0;             // 0, or ECONNREFUSED (reset / rejected), ETIMEDOUT, EPROTO
         bool rejected = false;   // active side: the peer answered with an MPA reject
         bool got_frame = false;  // `peer` holds the frame the other side sent
+        // `fd` may still be registered with the engine (for its next owner's watch() to take
+        // over): a result dropped with its socket unregisters it, so no registration outlives
+        // its descriptor (a forked child holding a copy would keep it alive).
+        bool registered = false;
         UniqueFd fd;
         wire::MpaFrame peer;
+        Result() = default;
+        Result(Result &&) = default;
+        Result &operator=(Result &&) = default;
+        ~Result() {
+            if (registered && fd) ProgressEngine::get().unwatch(fd.get());
+        }
     };
     using Done = std::function<void(Result &&)>;
 
