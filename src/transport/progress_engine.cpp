@@ -88,12 +88,11 @@ bool ProgressEngine::watch(int fd, const std::shared_ptr<Pollable> &owner, uint3
     ev.data.fd = fd;
     // A socket handed over still registered (a finished MPA exchange) takes one MOD. An entry
     // may also be left from a socket closed while registered (the kernel dropped it): ADD then.
-    int op = known ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
-    for (int tries = 0; tries < 2; ++tries) {
-        if (epoll_ctl(epfd_.get(), op, fd, &ev) == 0) return true;
-        if (errno != (op == EPOLL_CTL_MOD ? ENOENT : EEXIST)) break;
-        op = op == EPOLL_CTL_MOD ? EPOLL_CTL_ADD : EPOLL_CTL_MOD;
-    }
+    const int first = known ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+    if (epoll_ctl(epfd_.get(), first, fd, &ev) == 0) return true;
+    if (errno == (known ? ENOENT : EEXIST) &&
+        epoll_ctl(epfd_.get(), known ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, &ev) == 0)
+        return true;
     const int err = errno;
     std::lock_guard lk(mu_);
     owners_.erase(fd);

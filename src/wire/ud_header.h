@@ -19,7 +19,7 @@ enum : uint8_t {
     // qkey = datagrams it may have in flight.
     kUdFlagCredit = 0x04,
     // With kUdFlagCredit only: the receiver's count for the addressee started afresh (it had
-    // never seen it, or forgot it), so the addressee takes imm as the truth.
+    // never seen it, or forgot it), so the addressee takes imm as its new base.
     kUdFlagRestart = 0x08,
 };
 
