@@ -463,7 +463,7 @@ TEST(Ud, ForgedGrantsLoseNothing) {
             put32(g + 12, windows[k % 4]);
             put32(g + 16, uint32_t(rand()));  // datagrams "consumed"
             size_t n = sizeof g;
-            if (k % 7 == 0) g[2] = 0x0c;   // an unknown flag bit
+            if (k % 7 == 0) g[2] = 0x14;   // an unknown flag bit
             if (k % 11 == 0) n = 13;       // truncated
             if (k % 13 == 0) g[4] = 0x01;  // a QPN above 24 bits
             PCHECK(sendto(s, g, n, 0, reinterpret_cast<const sockaddr *>(&to), sizeof to) > 0);
@@ -498,4 +498,51 @@ TEST(Ud, ForgedGrantsLoseNothing) {
         return 0;
     };
     EXPECT_PAIR_OK(run_pair(sender, receiver));
+}
+
+// A UD QP sends from the UDP port its QPN names (port << 8 | 0xff): a well-formed SEND with
+// the right Q_Key whose source QPN names another port is forged and dropped; the same
+// datagram naming its own port's QPN is delivered, with that QPN as src_qp.
+TEST(Ud, SourceQpnMustMatchTheSendingPort) {
+    auto idle = [](Oob &oob) {
+        Endpoint e(ud_opts());
+        e.exchange_and_connect(oob);
+        oob.barrier();
+        return 0;
+    };
+    auto receiver = [](Oob &oob) {
+        Endpoint e(ud_opts());
+        e.exchange_and_connect(oob);
+        for (int i = 0; i < 2; ++i) e.post_recv(uint64_t(i), size_t(i) * 1024, 1024);
+        const int s = socket(AF_INET, SOCK_DGRAM, 0);
+        PCHECK(s >= 0);
+        sockaddr_in self = loopback(0);
+        PCHECK_EQ(bind(s, reinterpret_cast<const sockaddr *>(&self), sizeof self), 0);
+        socklen_t sl = sizeof self;
+        PCHECK_EQ(getsockname(s, reinterpret_cast<sockaddr *>(&self), &sl), 0);
+        const uint32_t own_qpn = uint32_t(ntohs(self.sin_port)) << 8 | 0xff;
+        const sockaddr_in to = loopback(uint16_t(e.local().qpn >> 8));  // our QP's UDP port
+        auto send_as = [&](uint32_t src_qpn, uint8_t fill) {
+            uint8_t d[20 + 32] = {0x55, 1, 0, 0};
+            const uint32_t words[] = {e.local().qpn, src_qpn, e.opt.qkey, 0};
+            for (int w = 0; w < 4; ++w)
+                for (int b = 0; b < 4; ++b) d[4 + 4 * w + b] = uint8_t(words[w] >> (24 - 8 * b));
+            std::memset(d + 20, fill, 32);
+            PCHECK(sendto(s, d, sizeof d, 0, reinterpret_cast<const sockaddr *>(&to), sizeof to) >
+                   0);
+        };
+        send_as(e.peer.qpn, 0x11);  // claims to be the peer QP: another port's QPN
+        PCHECK(e.quiet_for(200));
+        send_as(own_qpn, 0x22);
+        const ibv_wc wc = e.wait_wc();
+        PCHECK_EQ(wc.status, IBV_WC_SUCCESS);
+        PCHECK_EQ(wc.wr_id, 0u);  // the forged one took no receive
+        PCHECK_EQ(wc.byte_len, kGrh + 32);
+        PCHECK_EQ(wc.src_qp, own_qpn);
+        PCHECK_EQ(e.buf[kGrh], 0x22);
+        close(s);
+        oob.barrier();
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(idle, receiver));
 }
