@@ -106,6 +106,10 @@ int64_t ShmRing::take(const iovec *iov, int cnt) {
 // A fresh head is loaded seq_cst (a plain load on x86) so that sleep can use this.
 bool ShmRing::readable() {
     if (seen_head_ != rpos_) return true;
+    // The next bytes land at rpos_: ask for that line with the head's, so that when both
+    // changed they cross from the producer's core together, not one after the other.
+    __builtin_prefetch(data_ + at(rpos_));
+    __builtin_prefetch(data_ + at(rpos_ + 64));
     seen_head_ = ctl_->head.load(std::memory_order_seq_cst);
     return seen_head_ != rpos_;
 }

@@ -786,6 +786,7 @@ void Qp::complete_send(SendWqe &w, ibv_wc_status st) {
         if (w.opcode == IBV_WR_RDMA_READ) wc.byte_len = uint32_t(w.total_len);
         if (is_atomic(w.opcode) || w.opcode == IBV_WR_ATOMIC_WRITE) wc.byte_len = 8;
     }
+    ++completions_;
     if (!scq_->push(wc, false)) report_async(IBV_EVENT_CQ_ERR, scq_);
 }
 
@@ -802,6 +803,7 @@ void Qp::complete_recv(const RecvWqe &r, ibv_wc_status st, ibv_wc_opcode op, uin
     wc.wc_flags = wc_flags;
     if (wc_flags & IBV_WC_WITH_IMM) wc.imm_data = imm;
     if (wc_flags & IBV_WC_WITH_INV) wc.invalidated_rkey = imm;
+    ++completions_;
     if (!rcq_->push(wc, solicited)) report_async(IBV_EVENT_CQ_ERR, rcq_);
 }
 
@@ -922,7 +924,7 @@ bool Qp::grant_retry_grace(uint64_t now) {
     return grace_until_ns_ != 0;
 }
 
-void Qp::progress(Lock &lk, bool rx, uint64_t now) {
+void Qp::progress(Lock &lk, bool rx, uint64_t now, bool poller) {
     if (destroyed_) return;
     // A clock read costs as much as the rest of an empty poll: one per pass.
     pass_ns_ = now ? now : now_ns();
@@ -951,6 +953,7 @@ void Qp::progress(Lock &lk, bool rx, uint64_t now) {
     bool progressed_rx = false;
     if (rx) {
         if (sock_event_.exchange(false, std::memory_order_relaxed)) stream_->socket_event();
+        const uint32_t completions = completions_;
         auto rs = stream_->pump_rx(*this, 256, progressed_rx);
         if (destroyed_ || !stream_) return;
         // The pass's own reading: update_interest measures from it (a later one would
@@ -960,6 +963,12 @@ void Qp::progress(Lock &lk, bool rx, uint64_t now) {
             // A frame we cannot accept ends the connection, with a TERMINATE that says why.
             if (stream_->protocol_error()) stream_->send_terminate(stream_->rx_fault());
             return on_stream_lost(lk, stream_->protocol_error());
+        }
+        if (poller && completions_ != completions && ends_pass_early()) {
+            // The rest of the pass (an ACK that can still ride on a request, the timers)
+            // is the next poll's or post's; a pending timer covers a poller that stops.
+            arm_timer_at(pass_ns_ + kPollerWindowNs, pass_ns_);
+            return;
         }
     }
     bool blocked;
@@ -990,6 +999,17 @@ void Qp::progress(Lock &lk, bool rx, uint64_t now) {
     update_interest(lk);
     arm_timer(lk, pass_ns_);
     if (!progressed_rx && quiet()) idle_polls_ = kIdlePolls;
+}
+
+// A poller's pass made completions: the poller is spinning for them, and on shared memory
+// the rest of the pass (sending, interest, timers) costs as much again before it sees them.
+// It returns at once when nothing is owed the peer now: nothing queued or half sent, no
+// response, control frame or TERMINATE, and an ACK, if any, not yet due.
+bool Qp::ends_pass_early() const {
+    return stream_->shm_tx() && stream_->shm_rx() && !stream_->tx_pending() && !tx_blocked_ &&
+           sq_tx_ == sq_count_ && ctrl_.empty() && !term_pending_ && !fatal_pending_ &&
+           !send_resync_ && resp_count_ == 0 && injected_ == InjectedFault::kNone &&
+           (executed_seq_ == acked_sent_ || pass_ns_ < ack_due_ns_);
 }
 
 bool Qp::ring_idle() const {
@@ -1081,7 +1101,7 @@ void Qp::progress_from_poller(uint64_t now) {
     // The rest of quiet() changes only under this lock, by a pass or by a post (which ends
     // the idle run).
     if (idle_polls_ && --idle_polls_ && ring_idle()) return;
-    progress(lk, true, now);
+    progress(lk, true, now, true);
 }
 
 // Hardware acknowledges what it received regardless of the application; a deferred ACK

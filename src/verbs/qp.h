@@ -230,7 +230,10 @@ class Qp : public ibv_qp_ex,
     void roll_completion_faults();
     void apply_injected_fault(Lock &lk);
     // `now` 0: read the clock. One reading serves the whole pass (pass_ns_).
-    void progress(Lock &lk, bool rx = true, uint64_t now = 0);
+    // `poller`: the pass of a thread polling a CQ, which gets back to it as soon as the
+    // pass has made completions and owes nothing else now (ends_pass_early).
+    void progress(Lock &lk, bool rx = true, uint64_t now = 0, bool poller = false);
+    bool ends_pass_early() const;
     bool defer_send(Lock &lk);
     void arm_timer(Lock &lk) { arm_timer(lk, now_ns()); }
     void arm_timer(Lock &lk, uint64_t now);
@@ -431,6 +434,7 @@ class Qp : public ibv_qp_ex,
     // deferred ACK, the timers, the look at the socket), and so does any other caller.
     uint32_t idle_polls_ = 0;
     static constexpr uint32_t kIdlePolls = 16;
+    uint32_t completions_ = 0;           // pushed to a CQ, ever (a pass compares before and after)
     bool ring_idle() const;              // on shared memory, and nothing in the ring or the socket
     bool quiet() const;                  // ring_idle(), and nothing to send, answer or acknowledge
     uint64_t pass_ns_ = 0;               // the clock when the current progress pass began (mu_)
