@@ -58,7 +58,10 @@ void TxBatch::append_ref(const iovec &v) {
 
 bool TxBatch::add(const wire::SegmentHeader &h, std::span<const iovec> payload,
                   std::span<const uint8_t> inline_payload) {
-    if (inline_payload.size() > kSlotInline || full_for(payload.size())) return false;
+    if (inline_payload.size() > kSlotInline || full_for(payload.size())) {
+        stopped_full_ = true;
+        return false;
+    }
     uint8_t head[wire::kMaxHeaderLen];
     const size_t hl = wire::encode_segment_header(h, head);
     size_t body = inline_payload.size();
@@ -488,9 +491,13 @@ IoStatus FpduStream::pump_rx(StreamHandler &h, int max_segments, bool &progresse
 
 IoStatus FpduStream::pump_tx(StreamHandler &h, bool &blocked) {
     blocked = false;
+    bool filled = false;
     for (;;) {
         TxBatch &b = *batch_;
         if (cur_iov_ >= b.niov_) {
+            // The batch just sent held everything the handler had: asking again finds nothing.
+            if (filled && !b.stopped_full_ && !marker_len_) return IoStatus::kOk;
+            b.stopped_full_ = false;
             b.nseg_ = b.niov_ = 0;
             b.bytes_ = 0;
             b.data_bytes_ = 0;
@@ -510,6 +517,7 @@ IoStatus FpduStream::pump_tx(StreamHandler &h, bool &blocked) {
                 if (kick_owed_) kick_peer();
             }
             if (!h.fill_tx(b) || b.niov_ == 0) return IoStatus::kOk;
+            filled = true;
         }
         const ssize_t n =
             tx_writev(&b.iov_[size_t(cur_iov_)], std::min(b.niov_ - cur_iov_, IOV_MAX));

@@ -54,6 +54,9 @@ class TxBatch {
         return nseg_ >= kMaxSegments || niov_ + int(payload_iovs) + 3 > kMaxIov;
     }
     bool empty() const { return nseg_ == 0; }
+    // The handler stopped for want of room (add refused, or a staging area of its own is
+    // full): once this batch is out, it has more to add. Without it, the batch held all.
+    void stop_full() { stopped_full_ = true; }
     size_t bytes() const { return bytes_; }
     int segments() const { return nseg_; }
     uint64_t data_bytes() const { return data_bytes_; }  // payload of data-carrying segments
@@ -76,6 +79,7 @@ class TxBatch {
     size_t bytes_ = 0;
     uint64_t data_bytes_ = 0;
     bool crc_ = false;
+    bool stopped_full_ = false;
 };
 
 enum class IoStatus { kOk, kClosed, kError };
@@ -89,8 +93,8 @@ class StreamHandler {
     // The whole segment (payload and trailer) has arrived. `scratch` holds the payload when
     // place() asked for kScratch. Return false for a protocol violation.
     virtual bool on_segment(const wire::SegmentHeader &h, std::span<const uint8_t> scratch) = 0;
-    // Add outgoing segments to `batch` (stop when it is full). Return true if anything was
-    // added.
+    // Add outgoing segments to `batch` (stop when it is full, and say so with stop_full()
+    // where add() did not refuse). Return true if anything was added.
     virtual bool fill_tx(TxBatch &batch) = 0;
 };
 

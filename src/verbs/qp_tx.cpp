@@ -125,7 +125,10 @@ bool Qp::emit_responses(transport::TxBatch &b) {
             const size_t staged = foreign_.tx_used;
             if (len && j.foreign) {
                 const int r = localize_tx(&v, 1, &j.foreign);
-                if (r == 0) return any;
+                if (r == 0) {
+                    b.stop_full();
+                    return any;
+                }
                 if (r < 0) {  // the region went away under the READ
                     responder_fail(wire::NakCode::kRemoteAccess, wire::kTermEtypeRemoteProtection,
                                    wire::kTermEcodeInvalidStag);
@@ -277,12 +280,15 @@ bool Qp::emit_wqe(transport::TxBatch &b, SendWqe &w, uint32_t slot) {
                 const size_t staged = foreign_.tx_used;
                 if (cnt && !w.is_inline && foreign_.any) {
                     const int r = localize_tx(iov, cnt, foreign_.bufs->region.data());
-                    if (r == 0) return false;  // the batch goes first
+                    if (r == 0) {  // the batch goes first
+                        b.stop_full();
+                        return false;
+                    }
                     if (r < 0) {
                         return local_protection_error(w);
                     }
                 }
-                if (b.full_for(size_t(cnt)) || !b.add(h, {iov, size_t(cnt)})) {
+                if (!b.add(h, {iov, size_t(cnt)})) {
                     foreign_.tx_used = staged;
                     return false;
                 }
