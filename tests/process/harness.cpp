@@ -23,6 +23,13 @@ int idle_peer(Oob &oob) {
     return 0;
 }
 
+int connected_idle_peer(Oob &oob, const EpOptions &o) {
+    Endpoint ep(o);
+    ep.exchange_and_connect(oob);
+    oob.barrier();
+    return 0;
+}
+
 uint64_t now_ms() {
     timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -149,4 +149,8 @@ class Endpoint {
     Wire peer{};
 };
 
+// A peer that only has to be there: connects an Endpoint made with `o`, waits at one
+// barrier, then exits 0.
+int connected_idle_peer(Oob &oob, const EpOptions &o = {});
+
 }  // namespace sr_test

@@ -267,12 +267,7 @@ TEST(MemoryWindows, LocalInvalidateAndDeallocEndWindows) {
 // IBV_ACCESS_MW_BIND cannot carry one. A refused bind completes with IBV_WC_MW_BIND_ERR and
 // moves the QP to ERR.
 TEST(MemoryWindows, AllocationAndBindRules) {
-    auto peer = [](Oob &oob) {
-        Endpoint ep;
-        ep.exchange_and_connect(oob);
-        oob.barrier();
-        return 0;
-    };
+    auto peer = [](Oob &oob) { return connected_idle_peer(oob); };
     auto rebind = [](Oob &oob) {
         Endpoint ep(window_target());
         ep.exchange_and_connect(oob);

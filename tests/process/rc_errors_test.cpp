@@ -395,12 +395,7 @@ TEST(RcErrors, ErrorStateFlushesEverything) {
         oob.barrier();
         return 0;
     };
-    auto b = [](Oob &oob) {
-        Endpoint ep;
-        ep.exchange_and_connect(oob);
-        oob.barrier();
-        return 0;
-    };
+    auto b = [](Oob &oob) { return connected_idle_peer(oob); };
     EXPECT_PAIR_OK(run_pair(a, b));
 }
 
@@ -458,11 +453,6 @@ TEST(RcErrors, PostingChecks) {
         oob.barrier();
         return 0;
     };
-    auto b = [](Oob &oob) {
-        Endpoint ep;
-        ep.exchange_and_connect(oob);
-        oob.barrier();
-        return 0;
-    };
+    auto b = [](Oob &oob) { return connected_idle_peer(oob); };
     EXPECT_PAIR_OK(run_pair(a, b));
 }

@@ -504,12 +504,7 @@ TEST(Ud, ForgedGrantsLoseNothing) {
 // the right Q_Key whose source QPN names another port is forged and dropped; the same
 // datagram naming its own port's QPN is delivered, with that QPN as src_qp.
 TEST(Ud, SourceQpnMustMatchTheSendingPort) {
-    auto idle = [](Oob &oob) {
-        Endpoint e(ud_opts());
-        e.exchange_and_connect(oob);
-        oob.barrier();
-        return 0;
-    };
+    auto idle = [](Oob &oob) { return connected_idle_peer(oob, ud_opts()); };
     auto receiver = [](Oob &oob) {
         Endpoint e(ud_opts());
         e.exchange_and_connect(oob);
