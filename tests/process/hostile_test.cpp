@@ -27,6 +27,7 @@ namespace {
 constexpr size_t kPage = 4096;
 constexpr uint8_t kPattern = 0xa5;
 constexpr int kCases = 8;
+constexpr int kQps = kCases + 1;  // the last one meets a request with bytes behind it
 
 using Bytes = std::vector<uint8_t>;
 
@@ -186,7 +187,7 @@ Seen parse(const Bytes &b) {
 TEST(Hostile, ForgedFramesEndOnlyTheirConnectionAndTouchNothing) {
     auto victim = [](Oob &oob) {
         unsetenv("SOFTRDMA_MPA_CRC");  // the attacker's frames carry no CRC trailer
-        Endpoint legit;  // an unrelated connection that must keep working
+        Endpoint legit;                // an unrelated connection that must keep working
         legit.exchange_and_connect(oob);
         ibv_pd *pd = legit.pd;
         // Three pages each: guard | registered page | guard, all one known pattern.
@@ -200,7 +201,7 @@ TEST(Hostile, ForgedFramesEndOnlyTheirConnectionAndTouchNothing) {
         ibv_mr *mro = ibv_reg_mr(pd, ro + kPage, kPage, IBV_ACCESS_REMOTE_READ);
         PCHECK(mrw && mro);
         std::vector<ibv_qp *> qps;
-        for (int k = 0; k < kCases; ++k) {
+        for (int k = 0; k < kQps; ++k) {
             ibv_qp_init_attr a{};
             a.send_cq = a.recv_cq = legit.cq;
             a.qp_type = IBV_QPT_RC;
@@ -260,7 +261,7 @@ TEST(Hostile, ForgedFramesEndOnlyTheirConnectionAndTouchNothing) {
     auto attacker = [](Oob &oob) {
         Endpoint legit;
         legit.exchange_and_connect(oob);
-        Target t[kCases];
+        Target t[kQps];
         for (auto &x : t) x = oob.get<Target>();
         struct Expect {
             const char *what;
@@ -309,6 +310,20 @@ TEST(Hostile, ForgedFramesEndOnlyTheirConnectionAndTouchNothing) {
             send_all(s, b);
             PCHECK(read_until_close(s).empty());
             close(s);
+        }
+        // Nothing may follow a request before the reply: a request with an FPDU behind it in
+        // the same segment is closed without a reply, and the QP it named still takes the
+        // same request made properly.
+        {
+            const Target &x = t[kQps - 1];
+            const int s = dial(uint16_t(x.qpn >> 8));
+            Bytes b = mpa_request(x.qpn, x.fake_peer_qpn);
+            const Bytes w = write_fpdu(x.rw_rkey, x.rw_addr, 64);
+            b.insert(b.end(), w.begin(), w.end());
+            send_all(s, b);
+            PCHECK(read_until_close(s).empty());
+            close(s);
+            close(become_peer(x));
         }
         for (int i = 0; i < 200; ++i) {
             const int s = dial(uint16_t(t[i % kCases].qpn >> 8));
