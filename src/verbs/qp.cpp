@@ -952,7 +952,10 @@ void Qp::progress(Lock &lk, bool rx, uint64_t now, bool poller) {
     }
     bool progressed_rx = false;
     if (rx) {
-        if (sock_event_.exchange(false, std::memory_order_relaxed)) stream_->socket_event();
+        // Looked at before it is cleared: an exchange is a locked instruction on every pass.
+        if (sock_event_.load(std::memory_order_relaxed) &&
+            sock_event_.exchange(false, std::memory_order_relaxed))
+            stream_->socket_event();
         const uint32_t completions = completions_;
         auto rs = stream_->pump_rx(*this, 256, progressed_rx);
         if (destroyed_ || !stream_) return;
