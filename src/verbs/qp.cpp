@@ -723,10 +723,12 @@ int Qp::post_send(ibv_send_wr *wr, ibv_send_wr **bad) {
     }
     // Sending needs no read first: incoming ACKs are the poller's (or the engine's) to take,
     // and a recv() that finds nothing would sit on the latency path of every post.
-    if (st == IBV_QPS_ERR)
+    if (st == IBV_QPS_ERR) {
         flush_all(lk);
-    else if (queued && !defer_send(lk))
+    } else if (queued && !defer_send(lk)) {
         progress(lk, false, pass_ns_);
+        note_flush(true);
+    }
     return 0;
 }
 
@@ -735,8 +737,9 @@ int Qp::post_send(ibv_send_wr *wr, ibv_send_wr **bad) {
 // each. While an application thread polls this QP's CQs and a pipeline of work is already on
 // the wire, work requests wait (up to kBatchMaxBytes in all) and leave together in one sendmsg:
 // at the next poll that finds nothing, when kBatchMaxWrs are waiting, or after kBatchFlushNs
-// (the engine's timer), whichever comes first. A lone request (ping-pong, the head of a burst)
-// leaves at once, so latency is untouched.
+// (the engine's timer), whichever comes first; while the application's posts and polls are
+// what flushes batches, the timer is the poller window's instead. A lone request (ping-pong,
+// the head of a burst) leaves at once, so latency is untouched.
 bool Qp::defer_send(Lock &) {
     if (!tx_batching() || qp_base.state != IBV_QPS_RTS || !stream_ || tx_blocked_ || rnr_wait_)
         return false;
@@ -751,7 +754,14 @@ bool Qp::defer_send(Lock &) {
     }
     if (bytes > kBatchMaxBytes) return false;
     if (!poller_active(pass_ns_)) return false;
-    if (waiting == 1) arm_timer_at(pass_ns_ + kBatchFlushNs, pass_ns_);
+    // The flush timer wakes the engine thread, which on two CPUs preempts an application
+    // thread: a stream of small posts paid one wake-up per batch or so, though the next
+    // poll sent each batch within microseconds. While the application's calls are what
+    // flushes batches, the poller-window timer is the backstop; once the engine had to
+    // flush one, the short timer is back.
+    if (waiting == 1)
+        arm_timer_at(pass_ns_ + (app_flushes_ ? kPollerWindowNs : kBatchFlushNs), pass_ns_);
+    held_ = true;
     return true;
 }
 
@@ -1105,6 +1115,7 @@ void Qp::progress_from_poller(uint64_t now) {
     // the idle run).
     if (idle_polls_ && --idle_polls_ && ring_idle()) return;
     progress(lk, true, now, true);
+    note_flush(true);
 }
 
 // Hardware acknowledges what it received regardless of the application; a deferred ACK
@@ -1131,6 +1142,7 @@ void Qp::kick_engine() {
     // The application is about to sleep on a completion channel: hand the QP back.
     Lock lk(mu_);
     progress(lk);
+    note_flush(false);  // it will not be calling: the next held batch gets the short timer
 }
 
 void Qp::on_io(uint32_t) {
@@ -1151,6 +1163,14 @@ void Qp::drive_from_engine() {
     // Nobody polls: whoever holds the lock is only posting, which is short.
     Lock lk(mu_);
     progress(lk);
+    note_flush(false);
+}
+
+// Held requests (defer_send) all left: say whether the application's own call sent them.
+void Qp::note_flush(bool by_app) {
+    if (!held_ || sq_tx_ != sq_count_) return;
+    held_ = false;
+    app_flushes_ = by_app;
 }
 
 void Qp::arm_timer(Lock &, uint64_t now) {
@@ -1213,6 +1233,7 @@ void Qp::on_timer() {
         return;
     }
     progress(lk);
+    note_flush(false);
 }
 
 }  // namespace softrdma::verbs

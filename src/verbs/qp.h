@@ -443,7 +443,11 @@ class Qp : public ibv_qp_ex,
     static constexpr uint64_t kPollerWindowNs = 1'000'000;
     // Doorbell batching (defer_send): requests posted behind at least kBatchMinInFlight
     // unacknowledged ones wait, up to kBatchMaxWrs of them and kBatchMaxBytes in all, for
-    // at most kBatchFlushNs.
+    // at most kBatchFlushNs, or, while the application's own calls flush them, until its
+    // next post or poll (the engine's poller-window timer is the backstop).
+    bool held_ = false;         // requests wait in the send queue (defer_send)
+    bool app_flushes_ = false;  // the last held ones left through a post or a poll
+    void note_flush(bool by_app);
     static constexpr uint32_t kBatchMinInFlight = 4;
     static constexpr uint32_t kBatchMaxWrs = 16;
     static constexpr uint64_t kBatchMaxBytes = 64 * 1024;

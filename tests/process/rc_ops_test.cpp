@@ -370,6 +370,73 @@ TEST(RcOps, BatchedSendsLeaveWithoutAnotherPoll) {
     EXPECT_PAIR_OK(run_pair(sender, receiver));
 }
 
+// While the application's own polls flush held sends, no short engine timer is armed for them
+// (it would wake the engine thread once per batch); the backstop is then the poller-window
+// timer. A sender that streamed with polls, then posts a burst and stops calling in, still
+// gets every message out, in order and intact.
+TEST(RcOps, BatchedSendsLeaveAfterPollsStopFlushingThem) {
+    constexpr int kStream = 200, kBurst = 45;
+    constexpr int kMsgs = kStream + kBurst;
+    constexpr uint32_t kLen = 64;
+    static const EpOptions deep = [] {
+        EpOptions o;
+        o.max_send_wr = o.max_recv_wr = 256;
+        o.cqe = 1024;
+        return o;
+    }();
+    auto sender = [](Oob &oob) {
+        Endpoint ep(deep);
+        ep.exchange_and_connect(oob);
+        for (int i = 0; i < kMsgs; ++i) std::memset(ep.buf + i * kLen, uint8_t(i), kLen);
+        oob.barrier();  // the receives are posted
+        // A stream, with a poll after every post: each batch leaves at a poll.
+        int done = 0;
+        ibv_wc wc;
+        for (int i = 0; i < kStream; ++i) {
+            PCHECK(ep.post(IBV_WR_SEND, uint64_t(i), size_t(i) * kLen, kLen) == 0);
+            const int n = ibv_poll_cq(ep.cq, 1, &wc);
+            PCHECK(n >= 0);
+            if (n) {
+                PCHECK_EQ(wc.status, IBV_WC_SUCCESS);
+                ++done;
+            }
+        }
+        while (done < kStream) {
+            wc = ep.wait_wc();
+            PCHECK_EQ(wc.status, IBV_WC_SUCCESS);
+            ++done;
+        }
+        PCHECK(ibv_poll_cq(ep.cq, 1, &wc) == 0);  // still a poller: batching applies
+        for (int i = kStream; i < kMsgs - 1; ++i)
+            PCHECK(ep.post(IBV_WR_SEND, uint64_t(i), size_t(i) * kLen, kLen, 0, 0) == 0);
+        PCHECK(ep.post(IBV_WR_SEND, kMsgs - 1, size_t(kMsgs - 1) * kLen, kLen) == 0);
+        // No call into the library until the receiver has everything.
+        PCHECK(oob.get<char>() == 'r');
+        wc = ep.wait_wc();
+        PCHECK_EQ(wc.status, IBV_WC_SUCCESS);
+        PCHECK_EQ(wc.wr_id, uint64_t(kMsgs - 1));
+        oob.barrier();
+        return 0;
+    };
+    auto receiver = [](Oob &oob) {
+        Endpoint ep(deep);
+        ep.exchange_and_connect(oob);
+        for (int i = 0; i < kMsgs; ++i) ep.post_recv(uint64_t(i), size_t(i) * kLen, kLen);
+        oob.barrier();
+        for (int i = 0; i < kMsgs; ++i) {
+            const ibv_wc wc = ep.wait_wc(10000);
+            PCHECK_EQ(wc.status, IBV_WC_SUCCESS);
+            PCHECK_EQ(wc.wr_id, uint64_t(i));
+            PCHECK_EQ(wc.byte_len, kLen);
+            for (uint32_t b = 0; b < kLen; ++b) PCHECK_EQ(ep.buf[i * kLen + b], uint8_t(i));
+        }
+        oob.put<char>('r');
+        oob.barrier();
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(sender, receiver));
+}
+
 TEST(RcOps, WritesVisibleBeforeLaterSend) {
     auto sender = [](Oob &oob) {
         Endpoint ep;
