@@ -127,6 +127,34 @@ void ProgressEngine::schedule(const std::shared_ptr<Pollable> &owner, uint64_t d
     if (earliest) wake();
 }
 
+void ProgressEngine::spin(const std::shared_ptr<Pollable> &owner) {
+    bool sleeping;
+    {
+        std::lock_guard lk(mu_);
+        spin_new_.push_back(owner);
+        sleeping = sleeping_;
+    }
+    if (sleeping) wake();
+}
+
+void ProgressEngine::run_spinners() {
+    {
+        std::lock_guard lk(mu_);
+        if (spin_new_.empty() && spinners_.empty()) return;
+        for (auto &w : spin_new_) spinners_.push_back(std::move(w));
+        spin_new_.clear();
+    }
+    for (size_t i = 0; i < spinners_.size();) {
+        const std::shared_ptr<Pollable> owner = spinners_[i].lock();
+        if (owner && owner->on_spin()) {
+            ++i;
+            continue;
+        }
+        spinners_[i] = std::move(spinners_.back());
+        spinners_.pop_back();
+    }
+}
+
 void ProgressEngine::post(std::function<void()> task) {
     bool sleeping;
     {
@@ -154,7 +182,10 @@ void ProgressEngine::wake() {
 // The wait's timeout; a non-zero one marks the engine as sleeping until it looks again.
 int64_t ProgressEngine::next_timeout_ns() {
     std::lock_guard lk(mu_);
-    if (!tasks_.empty()) return 0;
+    if (!tasks_.empty() || !spin_new_.empty() || !spinners_.empty()) {
+        sleeping_ = false;
+        return 0;
+    }
     int64_t t = -1;
     if (!timers_.empty()) {
         const uint64_t now = now_ns();
@@ -219,9 +250,9 @@ void ProgressEngine::run() {
         const uint64_t now = now_ns();
         const bool spinning = spin_ns && now < spin_until;
         const int64_t timeout = spinning ? 0 : next_timeout_ns();
-        // A QP reading its shared-memory ring keeps a timer due at once: the engine turns
-        // through it back to back, and a zero-timeout epoll_pwait2 on every turn took a quarter
-        // of this thread (a 64 B WRITE stream). With only work due (not the spin after socket
+        // A QP reading its shared-memory ring is a spinner (spin()): the engine turns through
+        // it back to back, and a zero-timeout epoll_pwait2 on every turn took a quarter of this
+        // thread (a 64 B WRITE stream). With only work due (not the spin after socket
         // activity, which is for socket events), sockets are looked at every kWaitEveryNs: an
         // event waits at most that long, far less than a wake-up.
         int n = 0;
@@ -253,6 +284,7 @@ void ProgressEngine::run() {
         }
         fire_due_timers();
         run_tasks();
+        run_spinners();
         if (io) {
             spin_until = now_ns() + spin_ns;
         } else if (spinning) {

@@ -24,6 +24,8 @@ class Pollable {
     virtual ~Pollable() = default;
     virtual void on_io(uint32_t epoll_events) = 0;
     virtual void on_timer() {}
+    // Called on every turn of the engine after spin(), until it returns false.
+    virtual bool on_spin() { return false; }
 };
 
 // Microseconds the engine polls on after socket activity (SOFTRDMA_ENGINE_SPIN_US), and keeps
@@ -43,6 +45,10 @@ class ProgressEngine {
     void unwatch(int fd);
     // One-shot timer: owner->on_timer() at or after `deadline_ns` (CLOCK_MONOTONIC).
     void schedule(const std::shared_ptr<Pollable> &owner, uint64_t deadline_ns);
+    // owner->on_spin() on every turn until it returns false: for an owner that looks at
+    // memory (a shared-memory ring nobody polls) for a while, without a timer per turn.
+    // The caller registers an owner at most once until its on_spin() has returned false.
+    void spin(const std::shared_ptr<Pollable> &owner);
     // Runs `task` on the engine thread, outside every lock its caller holds.
     void post(std::function<void()> task);
 
@@ -64,6 +70,7 @@ class ProgressEngine {
     int wait(epoll_event *events, int max, int64_t timeout_ns);
     void fire_due_timers();
     void run_tasks();
+    void run_spinners();
 
     UniqueFd epfd_;
     UniqueFd wakefd_;
@@ -71,6 +78,10 @@ class ProgressEngine {
     std::unordered_map<int, std::weak_ptr<Pollable>> owners_;
     std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
     std::vector<std::function<void()>> tasks_;
+    // Weak, as the timers: an owner that dies is dropped. spin_new_ under mu_; spinners_ is
+    // the engine thread's own.
+    std::vector<std::weak_ptr<Pollable>> spin_new_;
+    std::vector<std::weak_ptr<Pollable>> spinners_;
     std::thread thread_;
     bool stop_ = false;
     // The engine sleeps (or is about to) with a timeout chosen before the newest timer or

@@ -1086,10 +1086,13 @@ void Qp::update_interest(Lock &) {
     }
     // Frames came through the ring a moment ago: in a burst more follow, and being woken
     // through the socket costs far more (a send() by the peer, a wake-up of this thread)
-    // than looking again. The engine keeps reading for a while (SOFTRDMA_ENGINE_SPIN_US).
-    if (stream_ && stream_->shm_rx() && ring_rx_ns_ &&
-        within_ns(now, ring_rx_ns_, ring_spin_ns())) {
-        arm_timer_at(now, now);
+    // than looking again. The engine keeps reading for a while (SOFTRDMA_ENGINE_SPIN_US),
+    // on every turn, without a timer each time (on_spin).
+    if (ring_spinning(now)) {
+        if (!spinning_) {
+            spinning_ = true;
+            transport::ProgressEngine::get().spin(shared_from_this());
+        }
         return;
     }
     // On shared memory the peer wakes us with a byte on the socket, after it wrote or once
@@ -1143,6 +1146,27 @@ void Qp::kick_engine() {
     Lock lk(mu_);
     progress(lk);
     note_flush(false);  // it will not be calling: the next held batch gets the short timer
+}
+
+bool Qp::ring_spinning(uint64_t now) const {
+    return stream_ && stream_->shm_rx() && ring_rx_ns_ &&
+           within_ns(now, ring_rx_ns_, ring_spin_ns());
+}
+
+// The engine's look at a ring it reads on every turn. Most turns find nothing: those cost a
+// try_lock and a look at the ring's head, not a pass.
+bool Qp::on_spin() {
+    CallbackGuard g(*this);
+    if (!g.alive) return false;
+    Lock lk(mu_, std::try_to_lock);
+    if (!lk.owns_lock()) return true;  // being progressed right now: look again next turn
+    const uint64_t now = now_ns();
+    if (!destroyed_ && !poller_active(now) && ring_spinning(now) && ring_idle()) return true;
+    // Frames came, or the spin is over (the pass then asks the peer for a wake-up), or a
+    // poller took over. spinning_ is still set: the pass does not register us again.
+    if (!destroyed_) progress(lk);
+    spinning_ = !destroyed_ && !poller_active(pass_ns_) && ring_spinning(pass_ns_);
+    return spinning_;
 }
 
 void Qp::on_io(uint32_t) {

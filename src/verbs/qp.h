@@ -185,6 +185,7 @@ class Qp : public ibv_qp_ex,
     // transport::Pollable
     void on_io(uint32_t events) override;
     void on_timer() override;
+    bool on_spin() override;
     // transport::QpAcceptor
     transport::MpaHandshake::Decision on_hello(const wire::MpaFrame &req,
                                                const wire::QpHello &hello) override;
@@ -411,6 +412,10 @@ class Qp : public ibv_qp_ex,
     bool shm_offer_due_ = false;  // a new stream: offer (or say why not) at its first request
     std::atomic<bool> sock_event_{false};  // the engine saw the socket readable
     uint64_t ring_rx_ns_ = 0;              // when frames last came through a shared-memory ring
+    // The engine reads our ring on every turn (ProgressEngine::spin) while frames came a
+    // moment ago and nobody polls: ring_spinning() says whether that should go on.
+    bool spinning_ = false;
+    bool ring_spinning(uint64_t now) const;
     std::shared_ptr<PeerRegions> peer_regions_;  // the peer's region file, once opened
     bool peer_regions_failed_ = false;           // it cannot be opened: do not try again
     bool shm_switch_awaited_ = false;            // the first direct attempt waited for the move
