@@ -26,6 +26,42 @@ bool check(const uint8_t *p, size_t n, uint32_t seed) {
     return true;
 }
 
+// The batching tests' two halves. burst_and_stop: a poller posts sends [first, total) of
+// `len` bytes each (only the last signalled), then stays out of the library until the peer
+// has them all, then takes the last completion. receive_all: `total` receives, each checked
+// in order and byte for byte (message i is filled with base + i), then says so.
+void burst_and_stop(Endpoint &ep, Oob &oob, int first, int total, uint32_t len) {
+    ibv_wc wc;
+    PCHECK(ibv_poll_cq(ep.cq, 1, &wc) == 0);  // a poller: batching applies
+    for (int i = first; i < total - 1; ++i)
+        PCHECK(ep.post(IBV_WR_SEND, uint64_t(i), size_t(i) * len, len, 0, 0) == 0);
+    PCHECK(ep.post(IBV_WR_SEND, uint64_t(total - 1), size_t(total - 1) * len, len) == 0);
+    // No call into the library until the receiver has everything (Oob::get blocks outside).
+    PCHECK(oob.get<char>() == 'r');
+    wc = ep.wait_wc();
+    PCHECK_EQ(wc.status, IBV_WC_SUCCESS);
+    PCHECK_EQ(wc.wr_id, uint64_t(total - 1));
+    oob.barrier();
+}
+
+int receive_all(Oob &oob, const EpOptions &o, int total, uint32_t len, uint8_t base) {
+    Endpoint ep(o);
+    ep.exchange_and_connect(oob);
+    for (int i = 0; i < total; ++i) ep.post_recv(uint64_t(i), size_t(i) * len, len);
+    oob.barrier();
+    for (int i = 0; i < total; ++i) {
+        const ibv_wc wc = ep.wait_wc(10000);
+        PCHECK_EQ(wc.status, IBV_WC_SUCCESS);
+        PCHECK_EQ(wc.wr_id, uint64_t(i));
+        PCHECK_EQ(wc.byte_len, len);
+        for (uint32_t b = 0; b < len; ++b)
+            PCHECK_EQ(ep.buf[size_t(i) * len + b], uint8_t(base + i));
+    }
+    oob.put<char>('r');
+    oob.barrier();
+    return 0;
+}
+
 }  // namespace
 
 TEST(RcOps, SendRecvManySizes) {
@@ -325,7 +361,6 @@ TEST(RcOps, UnsignaledAndSigAll) {
     EXPECT_PAIR_OK(run_pair(sender, target));
 }
 
-// IB ordering: a SEND that follows WRITEs is delivered after their data is visible.
 // Doorbell batching holds small sends posted behind a pipeline of unacknowledged ones, to leave
 // together. A sender that posts a burst and then stops calling into the library (computing,
 // or blocked elsewhere) must still get every message out, in order and intact: the held ones
@@ -338,35 +373,10 @@ TEST(RcOps, BatchedSendsLeaveWithoutAnotherPoll) {
         ep.exchange_and_connect(oob);
         for (int i = 0; i < kMsgs; ++i) std::memset(ep.buf + i * kLen, 0x40 + i, kLen);
         oob.barrier();  // the receives are posted
-        ibv_wc wc;
-        PCHECK(ibv_poll_cq(ep.cq, 1, &wc) == 0);  // a poller: batching applies
-        for (int i = 0; i < kMsgs - 1; ++i)
-            PCHECK(ep.post(IBV_WR_SEND, uint64_t(i), size_t(i) * kLen, kLen, 0, 0) == 0);
-        PCHECK(ep.post(IBV_WR_SEND, kMsgs - 1, size_t(kMsgs - 1) * kLen, kLen) == 0);
-        // No poll until the receiver has everything (Oob::get blocks outside the library).
-        PCHECK(oob.get<char>() == 'r');
-        wc = ep.wait_wc();
-        PCHECK_EQ(wc.status, IBV_WC_SUCCESS);
-        PCHECK_EQ(wc.wr_id, uint64_t(kMsgs - 1));
-        oob.barrier();
+        burst_and_stop(ep, oob, 0, kMsgs, kLen);
         return 0;
     };
-    auto receiver = [](Oob &oob) {
-        Endpoint ep;
-        ep.exchange_and_connect(oob);
-        for (int i = 0; i < kMsgs; ++i) ep.post_recv(uint64_t(i), size_t(i) * kLen, kLen);
-        oob.barrier();
-        for (int i = 0; i < kMsgs; ++i) {
-            const ibv_wc wc = ep.wait_wc(10000);
-            PCHECK_EQ(wc.status, IBV_WC_SUCCESS);
-            PCHECK_EQ(wc.wr_id, uint64_t(i));
-            PCHECK_EQ(wc.byte_len, kLen);
-            for (uint32_t b = 0; b < kLen; ++b) PCHECK_EQ(ep.buf[i * kLen + b], uint8_t(0x40 + i));
-        }
-        oob.put<char>('r');
-        oob.barrier();
-        return 0;
-    };
+    auto receiver = [](Oob &oob) { return receive_all(oob, {}, kMsgs, kLen, 0x40); };
     EXPECT_PAIR_OK(run_pair(sender, receiver));
 }
 
@@ -406,37 +416,14 @@ TEST(RcOps, BatchedSendsLeaveAfterPollsStopFlushingThem) {
             PCHECK_EQ(wc.status, IBV_WC_SUCCESS);
             ++done;
         }
-        PCHECK(ibv_poll_cq(ep.cq, 1, &wc) == 0);  // still a poller: batching applies
-        for (int i = kStream; i < kMsgs - 1; ++i)
-            PCHECK(ep.post(IBV_WR_SEND, uint64_t(i), size_t(i) * kLen, kLen, 0, 0) == 0);
-        PCHECK(ep.post(IBV_WR_SEND, kMsgs - 1, size_t(kMsgs - 1) * kLen, kLen) == 0);
-        // No call into the library until the receiver has everything.
-        PCHECK(oob.get<char>() == 'r');
-        wc = ep.wait_wc();
-        PCHECK_EQ(wc.status, IBV_WC_SUCCESS);
-        PCHECK_EQ(wc.wr_id, uint64_t(kMsgs - 1));
-        oob.barrier();
+        burst_and_stop(ep, oob, kStream, kMsgs, kLen);
         return 0;
     };
-    auto receiver = [](Oob &oob) {
-        Endpoint ep(deep);
-        ep.exchange_and_connect(oob);
-        for (int i = 0; i < kMsgs; ++i) ep.post_recv(uint64_t(i), size_t(i) * kLen, kLen);
-        oob.barrier();
-        for (int i = 0; i < kMsgs; ++i) {
-            const ibv_wc wc = ep.wait_wc(10000);
-            PCHECK_EQ(wc.status, IBV_WC_SUCCESS);
-            PCHECK_EQ(wc.wr_id, uint64_t(i));
-            PCHECK_EQ(wc.byte_len, kLen);
-            for (uint32_t b = 0; b < kLen; ++b) PCHECK_EQ(ep.buf[i * kLen + b], uint8_t(i));
-        }
-        oob.put<char>('r');
-        oob.barrier();
-        return 0;
-    };
+    auto receiver = [](Oob &oob) { return receive_all(oob, deep, kMsgs, kLen, 0); };
     EXPECT_PAIR_OK(run_pair(sender, receiver));
 }
 
+// IB ordering: a SEND that follows WRITEs is delivered after their data is visible.
 TEST(RcOps, WritesVisibleBeforeLaterSend) {
     auto sender = [](Oob &oob) {
         Endpoint ep;
