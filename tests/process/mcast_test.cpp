@@ -264,6 +264,12 @@ TEST(Mcast, HostileDatagramsToTheGroupAreDropped) {
         oob.barrier();  // receiver attached
         const int s = socket(AF_INET, SOCK_DGRAM, 0);
         PCHECK(s >= 0);
+        sockaddr_in self{};
+        self.sin_family = AF_INET;
+        PCHECK_EQ(bind(s, reinterpret_cast<const sockaddr *>(&self), sizeof self), 0);
+        socklen_t sl = sizeof self;
+        PCHECK_EQ(getsockname(s, reinterpret_cast<sockaddr *>(&self), &sl), 0);
+        const uint32_t own_qpn = uint32_t(ntohs(self.sin_port)) << 8 | 0xff;  // this port's QPN
         sockaddr_in to{};
         to.sin_family = AF_INET;
         to.sin_port = htons(4792);  // the group port (SOFTRDMA_MCAST_PORT's default)
@@ -290,8 +296,15 @@ TEST(Mcast, HostileDatagramsToTheGroupAreDropped) {
                 std::memcpy(d, h, sizeof h);
                 n = 40;
             }
-            if (k % 5 == 4) {  // a flow-control grant to the group
-                const uint8_t h[20] = {0x55, 1, 4, 0, 0, 0xff, 0xff, 0xff, 0, 0, 0, 1, 0, 0, 0, 9};
+            if (k % 5 == 4) {
+                // A flow-control grant to the group, well formed in every other way (this
+                // port's own QPN, the group's Q_Key): grants are never multicast, so it is
+                // dropped, where a datagram like it would take a receive.
+                uint8_t h[20] = {0x55, 1, 4, 0, 0, 0xff, 0xff, 0xff};
+                for (int i = 0; i < 4; ++i) {
+                    h[8 + i] = uint8_t(own_qpn >> (24 - 8 * i));
+                    h[12 + i] = uint8_t(e.opt.qkey >> (24 - 8 * i));
+                }
                 std::memcpy(d, h, sizeof h);
                 n = 20;
             }
