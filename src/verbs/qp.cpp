@@ -1019,10 +1019,16 @@ void Qp::progress(Lock &lk, bool rx, uint64_t now, bool poller) {
 // It returns at once when nothing is owed the peer now: nothing queued or half sent, no
 // response, control frame or TERMINATE, and an ACK, if any, not yet due.
 bool Qp::ends_pass_early() const {
-    return stream_->shm_tx() && stream_->shm_rx() && !stream_->tx_pending() && !tx_blocked_ &&
-           sq_tx_ == sq_count_ && ctrl_.empty() && !term_pending_ && !fatal_pending_ &&
-           !send_resync_ && resp_count_ == 0 && injected_ == InjectedFault::kNone &&
+    return stream_->shm_tx() && stream_->shm_rx() && !stream_->tx_pending() && owes_nothing() &&
            (executed_seq_ == acked_sent_ || pass_ns_ < ack_due_ns_);
+}
+
+// Nothing to send or answer, ACKs aside: no request waiting or blocked, no control frame,
+// TERMINATE, resync or response owed, no injected fault due.
+bool Qp::owes_nothing() const {
+    return !tx_blocked_ && sq_tx_ == sq_count_ && ctrl_.empty() && !term_pending_ &&
+           !fatal_pending_ && !send_resync_ && resp_count_ == 0 &&
+           injected_ == InjectedFault::kNone;
 }
 
 bool Qp::ring_idle() const {
@@ -1030,9 +1036,7 @@ bool Qp::ring_idle() const {
 }
 
 bool Qp::quiet() const {
-    return ring_idle() && !tx_blocked_ && sq_tx_ == sq_count_ && executed_seq_ == acked_sent_ &&
-           ctrl_.empty() && !term_pending_ && !fatal_pending_ && !send_resync_ &&
-           resp_count_ == 0 && injected_ == InjectedFault::kNone;
+    return ring_idle() && owes_nothing() && executed_seq_ == acked_sent_;
 }
 
 bool Qp::injected_rnr() {
@@ -1160,12 +1164,17 @@ bool Qp::on_spin() {
     if (!g.alive) return false;
     Lock lk(mu_, std::try_to_lock);
     if (!lk.owns_lock()) return true;  // being progressed right now: look again next turn
-    const uint64_t now = now_ns();
-    if (!destroyed_ && !poller_active(now) && ring_spinning(now) && ring_idle()) return true;
+    auto keep = [this](uint64_t now) {
+        return !destroyed_ && !poller_active(now) && ring_spinning(now);
+    };
+    if (keep(now_ns()) && ring_idle()) return true;
     // Frames came, or the spin is over (the pass then asks the peer for a wake-up), or a
     // poller took over. spinning_ is still set: the pass does not register us again.
-    if (!destroyed_) progress(lk);
-    spinning_ = !destroyed_ && !poller_active(pass_ns_) && ring_spinning(pass_ns_);
+    if (!destroyed_) {
+        progress(lk);
+        note_flush(false);  // an engine pass, as on_timer's
+    }
+    spinning_ = keep(pass_ns_);
     return spinning_;
 }
 

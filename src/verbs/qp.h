@@ -235,6 +235,7 @@ class Qp : public ibv_qp_ex,
     // pass has made completions and owes nothing else now (ends_pass_early).
     void progress(Lock &lk, bool rx = true, uint64_t now = 0, bool poller = false);
     bool ends_pass_early() const;
+    bool owes_nothing() const;
     bool defer_send(Lock &lk);
     void arm_timer(Lock &lk) { arm_timer(lk, now_ns()); }
     void arm_timer(Lock &lk, uint64_t now);

@@ -200,11 +200,9 @@ bool Qp::emit_wqe(transport::TxBatch &b, SendWqe &w, uint32_t slot) {
         w.first_seq = next_seq_;
         // A message that leaves in one segment is checked whole by sge_iov below, before
         // any of it is added: checking it here too would take the key table's lock twice.
+        // (Requests with a response take no sge_iov: their list is checked here.)
         const bool one_segment =
-            w.total_len <= wire::kMaxSegmentPayload &&
-            (w.opcode == IBV_WR_SEND || w.opcode == IBV_WR_SEND_WITH_IMM ||
-             w.opcode == IBV_WR_SEND_WITH_INV || w.opcode == IBV_WR_RDMA_WRITE ||
-             w.opcode == IBV_WR_RDMA_WRITE_WITH_IMM);
+            w.total_len <= wire::kMaxSegmentPayload && !wr_has_response(w.opcode);
         if (!w.is_inline && w.total_len && !one_segment) {
             // Responses land in local memory, but an ATOMIC WRITE only reads its 8 bytes.
             const int access = wr_has_response(w.opcode) && w.opcode != IBV_WR_ATOMIC_WRITE
