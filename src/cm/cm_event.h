@@ -27,6 +27,9 @@ struct CmEvent : rdma_cm_event {
 class EventChannel : public rdma_event_channel {
   public:
     EventChannel();
+    ~EventChannel();
+    EventChannel(const EventChannel &) = delete;
+    EventChannel &operator=(const EventChannel &) = delete;
     static EventChannel *from(rdma_event_channel *c) { return static_cast<EventChannel *>(c); }
     void push(std::unique_ptr<CmEvent> ev);
     // Blocks unless the fd is non-blocking (then nullptr with errno EAGAIN).
@@ -38,13 +41,19 @@ class EventChannel : public rdma_event_channel {
     bool empty();
 
   private:
-    void raise_locked();
+    // Raising is decided under mu_ but written after it is released: the write wakes the
+    // reader, which at once wants mu_ (on a pinned process the woken thread preempts the
+    // writer, finds the lock held, and sleeps again: two more switches per event).
+    [[nodiscard]] bool raise_locked();
+    void finish_raise();
     void lower_locked();
     void queue_emptied_locked();
     static constexpr uint64_t kBusyWindowNs = 1'000'000;  // "right after an event"
     std::atomic<bool> queued_{false};                     // q_ is not empty (read without mu_)
-    bool raised_ = false;                                 // the eventfd's counter is 1 (under mu_)
-    int spinners_ = 0;                        // get() calls looking without sleeping (under mu_)
+    bool raised_ = false;             // the counter is, or is about to be, non-zero (under mu_)
+    bool writing_ = false;            // a raise's write is under way (under mu_)
+    bool lower_after_write_ = false;  // lowered while writing_: the writer reads it back
+    int spinners_ = 0;                // get() calls looking without sleeping (under mu_)
     std::atomic<uint64_t> last_taken_ns_{0};  // when get() last returned an event
     UniqueFd efd_;
     AdaptiveMutex mu_;
