@@ -166,17 +166,29 @@ std::vector<uint8_t> mpa_frame(bool reply, bool reject, const wire::MpaFrame *re
 // request beyond it waits (up to the CM timeout) for room.
 class Listener : public transport::Pollable, public std::enable_shared_from_this<Listener> {
   public:
-    explicit Listener(std::weak_ptr<CmId> id) : id_(std::move(id)) {}
+    Listener(std::weak_ptr<CmId> id, int fd) : id_(std::move(id)), fd_(fd) {}
     void on_io(uint32_t) override;
     void on_timer() override;
-    void rearm(int fd) {
-        transport::ProgressEngine::get().rearm(fd, shared_from_this(), EPOLLIN | EPOLLONESHOT);
+    void rearm() {
+        transport::ProgressEngine::get().rearm(fd_, shared_from_this(), EPOLLIN | EPOLLONESHOT);
+    }
+    // No accept after this returns: the id may close the socket.
+    void stop() {
+        std::lock_guard lk(accept_mu_);
+        stopped_ = true;
     }
 
   private:
     void on_request(const std::shared_ptr<CmId> &lid, UniqueFd fd, const sockaddr_storage &peer,
                     socklen_t peer_len);
     std::weak_ptr<CmId> id_;
+    // The (non-blocking) accept happens under accept_mu_, not the id's lock: rdma_destroy_id
+    // stops the listener before it closes the socket (so the port is free when it returns),
+    // and the application's calls on the id (rdma_accept, rdma_get_cm_event) never wait for
+    // an accept.
+    std::mutex accept_mu_;
+    const int fd_;
+    bool stopped_ = false;
     transport::HandshakeGate gate_;
 };
 
@@ -192,17 +204,15 @@ void Listener::on_io(uint32_t) {
         sockaddr_storage peer{};
         socklen_t plen = sizeof peer;
         {
-            // The (non-blocking) accept happens under the lock: rdma_destroy_id closes the
-            // socket under it, so that the port is free when it returns.
-            std::lock_guard lk(lid->mu);
-            if (lid->state != State::kListen || !lid->sock) return;
-            c.reset(::accept4(lid->sock.get(), reinterpret_cast<sockaddr *>(&peer), &plen,
+            std::lock_guard lk(accept_mu_);
+            if (stopped_) return;
+            c.reset(::accept4(fd_, reinterpret_cast<sockaddr *>(&peer), &plen,
                               SOCK_NONBLOCK | SOCK_CLOEXEC));
             if (!c) {
                 const bool no_fds =
                     errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM;
                 if (!no_fds) {
-                    rearm(lid->sock.get());
+                    rearm();
                     return;
                 }
             }
@@ -220,12 +230,6 @@ void Listener::on_io(uint32_t) {
 }
 
 void Listener::on_timer() {
-    auto lid = id_.lock();
-    if (!lid) return;
-    {
-        std::lock_guard lk(lid->mu);
-        if (lid->state != State::kListen || !lid->sock) return;
-    }
     on_io(EPOLLIN);
 }
 
@@ -328,6 +332,7 @@ void Listener::on_request(const std::shared_ptr<CmId> &lid, UniqueFd fd,
 }
 
 void release_listener(CmId &id) {
+    if (id.listener) id.listener->stop();
     if ((id.listener || id.sidr_watched) && id.sock)
         transport::ProgressEngine::get().unwatch(id.sock.get());
     id.sidr_watched = false;
@@ -376,7 +381,7 @@ int listen(rdma_cm_id *raw, int backlog) {
     // The kernel's queue only bridges SYN and our accept (which takes every connection at
     // once); the application's backlog is applied to complete requests.
     if (::listen(id.sock.get(), kKernelBacklog) != 0) return -1;
-    id.listener = std::make_shared<Listener>(id.weak_from_this());
+    id.listener = std::make_shared<Listener>(id.weak_from_this(), id.sock.get());
     if (!transport::ProgressEngine::get().watch(id.sock.get(), id.listener, EPOLLIN | EPOLLONESHOT))
         return -1;
     id.set_state(State::kListen);
