@@ -19,6 +19,10 @@ namespace softrdma::transport {
 namespace {
 
 constexpr size_t kStageSize = 64 * 1024;
+// A stream that has only seen small frames (the CM's RTU, ACKs, short SENDs) stages them in
+// this much. The first read that fills it moves the stream to kStageSize: a connection storm
+// then grows the heap by 64 KiB per connection (an mprotect and page faults each) no more.
+constexpr size_t kSmallStageSize = 1024;
 // Below this the payload is copied out of the staging buffer; above it we read straight into
 // the destination so bulk data is touched once.
 constexpr size_t kDirectThreshold = 4096;
@@ -99,10 +103,7 @@ bool TxBatch::add(const wire::SegmentHeader &h, std::span<const iovec> payload,
     return true;
 }
 
-FpduStream::FpduStream(UniqueFd fd, bool crc)
-    : fd_(std::move(fd)), crc_(crc), batch_(std::make_unique_for_overwrite<TxBatch>()) {
-    batch_->crc_ = crc;
-}
+FpduStream::FpduStream(UniqueFd fd, bool crc) : fd_(std::move(fd)), crc_(crc) {}
 
 PathHealth FpduStream::path_health(uint64_t recent_ns) const {
     return tcp_path_health(fd_.get(), recent_ns);
@@ -126,29 +127,39 @@ bool recv_failed(ssize_t n, IoStatus &st) {
 
 bool FpduStream::refill(IoStatus &st) {
     if (!stage_) {
-        // Allocated when the first bytes arrive (not zero-filled: an idle connection costs
-        // only the pages its traffic touched). A connection opened and closed without data
-        // (a connection storm) then never grows the heap by 64 KiB, page by page.
-        uint8_t first[512];
+        // Allocated when the first bytes arrive (not zero-filled): a connection opened and
+        // closed without data costs nothing here.
+        uint8_t first[kSmallStageSize];
         const iovec v{first, sizeof first};
         const ssize_t n = rx_readv(&v, 1, false);
         if (n <= 0) return recv_failed(n, st);
-        stage_ = std::make_unique_for_overwrite<uint8_t[]>(kStageSize);
+        stage_cap_ = size_t(n) == sizeof first ? kStageSize : kSmallStageSize;
+        stage_ = std::make_unique_for_overwrite<uint8_t[]>(stage_cap_);
         std::memcpy(stage_.get(), first, size_t(n));
         wr_ = size_t(n);
         return true;
     }
     if (rd_ == wr_) {
         rd_ = wr_ = 0;
-    } else if (wr_ == kStageSize || kStageSize - wr_ < wire::kMaxHeaderLen + wire::kCrcLen) {
+    } else if (wr_ == stage_cap_ || stage_cap_ - wr_ < wire::kMaxHeaderLen + wire::kCrcLen) {
         std::memmove(stage_.get(), stage_.get() + rd_, wr_ - rd_);
         wr_ -= rd_;
         rd_ = 0;
     }
-    const iovec v{stage_.get() + wr_, kStageSize - wr_};
+    const size_t room = stage_cap_ - wr_;
+    const iovec v{stage_.get() + wr_, room};
     const ssize_t n = rx_readv(&v, 1, false);
     if (n <= 0) return recv_failed(n, st);
     wr_ += size_t(n);
+    if (size_t(n) == room && stage_cap_ < kStageSize) {
+        // More may wait than the small stage holds: this stream carries traffic.
+        auto big = std::make_unique_for_overwrite<uint8_t[]>(kStageSize);
+        std::memcpy(big.get(), stage_.get() + rd_, wr_ - rd_);
+        wr_ -= rd_;
+        rd_ = 0;
+        stage_ = std::move(big);
+        stage_cap_ = kStageSize;
+    }
     return true;
 }
 
@@ -490,6 +501,24 @@ IoStatus FpduStream::pump_rx(StreamHandler &h, int max_segments, bool &progresse
 }
 
 IoStatus FpduStream::pump_tx(StreamHandler &h, bool &blocked) {
+    thread_local std::unique_ptr<TxBatch> spare;
+    if (!batch_) {
+        batch_ = spare ? std::move(spare) : std::make_unique_for_overwrite<TxBatch>();
+        batch_->clear();
+        batch_->crc_ = crc_;
+        cur_iov_ = 0;
+    }
+    const IoStatus st = pump_tx_batch(h, blocked);
+    if (cur_iov_ >= batch_->niov_) {
+        if (spare)
+            batch_.reset();
+        else
+            spare = std::move(batch_);
+    }
+    return st;
+}
+
+IoStatus FpduStream::pump_tx_batch(StreamHandler &h, bool &blocked) {
     blocked = false;
     bool filled = false;
     for (;;) {
@@ -497,11 +526,7 @@ IoStatus FpduStream::pump_tx(StreamHandler &h, bool &blocked) {
         if (cur_iov_ >= b.niov_) {
             // The batch just sent held everything the handler had: asking again finds nothing.
             if (filled && !b.stopped_full_ && !marker_len_) return IoStatus::kOk;
-            b.stopped_full_ = false;
-            b.nseg_ = b.niov_ = 0;
-            b.bytes_ = 0;
-            b.data_bytes_ = 0;
-            b.arena_len_ = 0;
+            b.clear();
             cur_iov_ = 0;
             if (marker_len_) {
                 // Everything before the switch has left on TCP: the marker goes last there.

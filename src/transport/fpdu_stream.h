@@ -68,6 +68,13 @@ class TxBatch {
     static constexpr size_t kFrameBytes = wire::kMaxHeaderLen + kSlotInline + 3 + wire::kCrcLen;
     void append_copy(const void *p, size_t n);
     void append_ref(const iovec &v);
+    void clear() {
+        nseg_ = niov_ = 0;
+        bytes_ = 0;
+        data_bytes_ = 0;
+        arena_len_ = 0;
+        stopped_full_ = false;
+    }
     // Left uninitialized (make_unique_for_overwrite): only the first arena_len_ bytes and
     // niov_ entries are ever read, and clearing 6 KiB per connection showed in connection
     // storms (a page fault and a memset each).
@@ -110,7 +117,7 @@ class FpduStream {
     // Writes what the handler has to send until the socket would block. `blocked` is set
     // when output remains (the caller then waits for EPOLLOUT).
     IoStatus pump_tx(StreamHandler &h, bool &blocked);
-    bool tx_pending() const { return cur_iov_ < batch_->niov_; }
+    bool tx_pending() const { return batch_ && cur_iov_ < batch_->niov_; }
     // TCP's view of the path (a syscall: only when a retry budget runs out); `recent_ns`
     // is how recent an acknowledgement must be to count as an answer.
     PathHealth path_health(uint64_t recent_ns) const;
@@ -179,6 +186,7 @@ class FpduStream {
 
     // RX
     std::unique_ptr<uint8_t[]> stage_;
+    size_t stage_cap_ = 0;
     size_t rd_ = 0, wr_ = 0;
     RxState rx_state_ = RxState::kHeader;
     wire::SegmentHeader hdr_{};
@@ -191,7 +199,9 @@ class FpduStream {
     uint8_t scratch_[kScratchPayloadMax];
     size_t scratch_len_ = 0;
 
-    // TX
+    // TX. A stream holds a batch only while output it could not send waits in it; otherwise
+    // it borrows its thread's (pump_tx), so an idle connection costs none of its 5 KiB.
+    IoStatus pump_tx_batch(StreamHandler &h, bool &blocked);
     std::unique_ptr<TxBatch> batch_;
     int cur_iov_ = 0;
 
