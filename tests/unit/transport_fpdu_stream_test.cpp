@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// The FPDU stream over a socket pair, both ends real: the receiver's staging buffer starts
+// small and grows in the middle of traffic, and streams share their thread's TX batch except
+// while output waits in one.
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <deque>
+#include <vector>
+
+#include "transport/fpdu_stream.h"
+
+using namespace softrdma;
+using namespace softrdma::transport;
+
+namespace {
+
+uint8_t pattern(uint32_t msg, size_t i) {
+    return uint8_t(msg * 131 + i * 7 + 1);
+}
+
+// Sends SENDs of the given sizes, each payload a pattern of its message number.
+class Sender : public StreamHandler {
+  public:
+    void queue(uint16_t len) {
+        const uint32_t msn = next_msn_++;
+        std::vector<uint8_t> p(len);
+        for (size_t i = 0; i < len; ++i) p[i] = pattern(msn, i);
+        payloads_.push_back(std::move(p));  // a deque: earlier payloads never move
+        pending_.push_back(msn);
+    }
+    bool place(const wire::SegmentHeader &, Placement &) override { return false; }
+    bool on_segment(const wire::SegmentHeader &, std::span<const uint8_t>) override {
+        return false;
+    }
+    bool fill_tx(TxBatch &b) override {
+        bool added = false;
+        while (!pending_.empty()) {
+            const uint32_t msn = pending_.front();
+            auto &p = payloads_[msn - 1];
+            wire::SegmentHeader h;
+            h.op = wire::RdmapOp::kSend;
+            h.payload_len = uint16_t(p.size());
+            h.msn = msn;
+            const iovec v{p.data(), p.size()};
+            if (!b.add(h, {&v, 1})) break;
+            pending_.pop_front();
+            added = true;
+        }
+        return added;
+    }
+
+  private:
+    uint32_t next_msn_ = 1;
+    std::deque<std::vector<uint8_t>> payloads_;
+    std::deque<uint32_t> pending_;
+};
+
+// Places every SEND into a buffer of its own and checks it byte for byte when it completes.
+class Receiver : public StreamHandler {
+  public:
+    bool place(const wire::SegmentHeader &h, Placement &p) override {
+        if (h.op != wire::RdmapOp::kSend) return false;
+        buf_.assign(h.payload_len, 0);
+        p.kind = Placement::Kind::kIov;
+        p.iov[0] = {buf_.data(), buf_.size()};
+        p.iovcnt = 1;
+        return true;
+    }
+    bool on_segment(const wire::SegmentHeader &h, std::span<const uint8_t>) override {
+        if (h.msn != received + 1) return false;
+        for (size_t i = 0; i < buf_.size(); ++i)
+            if (buf_[i] != pattern(h.msn, i)) return false;
+        ++received;
+        bytes += buf_.size();
+        return true;
+    }
+    bool fill_tx(TxBatch &) override { return false; }
+    uint32_t received = 0;
+    size_t bytes = 0;
+
+  private:
+    std::vector<uint8_t> buf_;
+};
+
+struct Pair {
+    explicit Pair(bool crc, int sndbuf = 0) {
+        int sv[2];
+        EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
+        if (sndbuf) setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
+        tx = std::make_unique<FpduStream>(UniqueFd(sv[0]), crc);
+        rx = std::make_unique<FpduStream>(UniqueFd(sv[1]), crc);
+    }
+    // Moves bytes until `want` messages arrived; false on a stream error or no progress.
+    bool run_until(uint32_t want) {
+        for (int round = 0; round < 100000 && r.received < want; ++round) {
+            bool blocked = false, progressed = false;
+            if (tx->pump_tx(s, blocked) != IoStatus::kOk) return false;
+            if (rx->pump_rx(r, 64, progressed) != IoStatus::kOk) return false;
+        }
+        return r.received == want;
+    }
+    std::unique_ptr<FpduStream> tx, rx;
+    Sender s;
+    Receiver r;
+};
+
+// The bytes of `sizes.size()` SEND frames, as a sender's stream writes them.
+std::vector<uint8_t> frames_of(bool crc, const std::vector<uint16_t> &sizes) {
+    int sv[2];
+    EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
+    int big = 4 << 20;
+    setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
+    UniqueFd out(sv[1]);
+    FpduStream tx(UniqueFd(sv[0]), crc);
+    Sender s;
+    for (uint16_t n : sizes) s.queue(n);
+    bool blocked = false;
+    EXPECT_EQ(tx.pump_tx(s, blocked), IoStatus::kOk);
+    EXPECT_FALSE(blocked);
+    std::vector<uint8_t> bytes;
+    uint8_t buf[65536];
+    for (ssize_t n; (n = ::read(out.get(), buf, sizeof buf)) > 0;)
+        bytes.insert(bytes.end(), buf, buf + n);
+    return bytes;
+}
+
+// Small frames first (the receiver stages them in its small buffer), then a burst. The bytes
+// arrive in chunks of one size per round, so the read that fills the small buffer ends at
+// every kind of place (mid-header, mid-payload, mid-trailer, with a frame's start still
+// unread before it): the frames cut there arrive whole after the buffer has grown.
+TEST(FpduStream, StagingGrowsInTheMiddleOfTraffic) {
+    std::vector<uint16_t> sizes(5, 20);
+    for (int i = 0; i < 60; ++i) sizes.push_back(uint16_t(300 + 97 * i % 3000));
+    for (int i = 0; i < 4; ++i) sizes.push_back(9000);  // read straight into place
+    for (int i = 0; i < 40; ++i) sizes.push_back(uint16_t(1 + i));
+    for (bool crc : {false, true}) {
+        const std::vector<uint8_t> bytes = frames_of(crc, sizes);
+        ASSERT_GT(bytes.size(), 100000u);
+        for (size_t chunk : {7, 13, 200, 999, 1000, 1010, 1021, 1024, 1500, 4096, 70000}) {
+            int sv[2];
+            ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
+            UniqueFd in(sv[0]);
+            FpduStream rx(UniqueFd(sv[1]), crc);
+            Receiver r;
+            for (size_t at = 0; at < bytes.size();) {
+                const size_t n = std::min(chunk, bytes.size() - at);
+                ASSERT_EQ(::write(in.get(), bytes.data() + at, n), ssize_t(n));
+                at += n;
+                bool progressed = true;
+                for (int k = 0; k < 1000 && progressed; ++k)
+                    ASSERT_EQ(rx.pump_rx(r, 64, progressed), IoStatus::kOk)
+                        << "crc " << crc << " chunk " << chunk << " message " << r.received + 1;
+            }
+            EXPECT_EQ(r.received, sizes.size()) << "crc " << crc << " chunk " << chunk;
+        }
+    }
+}
+
+// One stream's socket is full, so its output waits in a batch of its own; another stream on
+// the same thread sends meanwhile with the shared one. Both arrive whole and in order.
+TEST(FpduStream, BlockedOutputKeepsItsBatchWhileOthersSend) {
+    Pair slow(true, 4096), fast(true);
+    for (int i = 0; i < 64; ++i) slow.s.queue(4000);
+    bool blocked = false;
+    ASSERT_EQ(slow.tx->pump_tx(slow.s, blocked), IoStatus::kOk);
+    ASSERT_TRUE(blocked);
+    ASSERT_TRUE(slow.tx->tx_pending());
+    for (int i = 0; i < 100; ++i) fast.s.queue(uint16_t(10 + i * 13));
+    ASSERT_TRUE(fast.run_until(100));
+    EXPECT_FALSE(fast.tx->tx_pending());
+    EXPECT_TRUE(slow.tx->tx_pending());
+    EXPECT_EQ(slow.r.received, 0u);
+    ASSERT_TRUE(slow.run_until(64));
+    EXPECT_EQ(slow.r.bytes, 64u * 4000);
+}
+
+}  // namespace
