@@ -121,11 +121,28 @@ int port_conflict(const CmId &id, int ps, uint16_t port, const sockaddr *addr) {
     return 0;
 }
 
-// Reserves addr:port in the id's port space. Called with id.mu held.
-int do_bind(CmId &id, const sockaddr *addr) {
+// Files `port` (which the kernel gave the id's socket) as the id's in its port space.
+void file_port(CmId &id, int ps, uint16_t port, const sockaddr *addr) {
+    PortUse use{&id, {}, is_any(addr), addr->sa_family, effective_afonly(id, addr->sa_family)};
+    sockaddr_to_gid(addr, use.gid);
+    id.port_key = port_key(ps, port);
+    ports().emplace(id.port_key, use);
+}
+
+int id_port_space(const CmId &id) {
+    return id.ps == RDMA_PS_IB ? RDMA_PS_TCP : id.ps;  // both are TCP ports here
+}
+
+// Reserves addr:port in the id's port space. Called with id.mu held. With `port_at_connect`
+// (rdma_resolve_addr on an unbound id), a TCP id asking for no port in particular binds its
+// address only: the kernel picks the port when it connects, as for any client socket. Picking
+// it at bind time cost ~8 us per connection here, far more once thousands of TIME_WAIT
+// sockets fill the ephemeral range, where connect may reuse their ports toward other peers.
+// rdma_get_src_port still answers a port before the connect (claim_port).
+int do_bind(CmId &id, const sockaddr *addr, bool port_at_connect = false) {
     if (addr->sa_family != AF_INET && addr->sa_family != AF_INET6) return fail(EAFNOSUPPORT);
     const int type = id.ps == RDMA_PS_UDP || id.ps == RDMA_PS_IPOIB ? SOCK_DGRAM : SOCK_STREAM;
-    const int ps = id.ps == RDMA_PS_IB ? RDMA_PS_TCP : id.ps;  // both are TCP ports here
+    const int ps = id_port_space(id);
     std::lock_guard plk(g_ports_mu);
     const uint16_t want = ntohs(port_of(addr));
     if (want) {
@@ -140,6 +157,7 @@ int do_bind(CmId &id, const sockaddr *addr) {
     // sockets fill the ephemeral range (measured after a few runs of 1,000 connections),
     // without it ~10 us, and the port picked has no TIME_WAIT peer to collide with later.
     const bool reuse_after = type == SOCK_STREAM && want == 0;
+    const bool defer = port_at_connect && reuse_after && !id.reuseaddr;
     if ((type == SOCK_STREAM && !reuse_after) || id.reuseaddr)
         setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     const bool afonly = effective_afonly(id, addr->sa_family);
@@ -148,19 +166,23 @@ int do_bind(CmId &id, const sockaddr *addr) {
         setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &v, sizeof v);
     }
     if (type == SOCK_STREAM) setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (defer) setsockopt(fd.get(), IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
     if (::bind(fd.get(), addr, sockaddr_len(addr)) != 0) return -1;
-    if (reuse_after) setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (reuse_after && !defer) setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     sockaddr_storage ss{};
     socklen_t len = sizeof ss;
-    getsockname(fd.get(), reinterpret_cast<sockaddr *>(&ss), &len);
-    const uint16_t got = ntohs(port_of(reinterpret_cast<sockaddr *>(&ss)));
-    if (!want) {
-        if (const int e = port_conflict(id, ps, got, addr)) return fail(e);
+    if (defer) {
+        len = sockaddr_len(addr);
+        std::memcpy(&ss, addr, len);
+        id.port_at_connect = true;
+    } else {
+        getsockname(fd.get(), reinterpret_cast<sockaddr *>(&ss), &len);
+        const uint16_t got = ntohs(port_of(reinterpret_cast<sockaddr *>(&ss)));
+        if (!want) {
+            if (const int e = port_conflict(id, ps, got, addr)) return fail(e);
+        }
+        file_port(id, ps, got, addr);
     }
-    PortUse use{&id, {}, is_any(addr), addr->sa_family, afonly};
-    sockaddr_to_gid(addr, use.gid);
-    id.port_key = port_key(ps, got);
-    ports().emplace(id.port_key, use);
     std::memcpy(&id.route.addr.src_storage, &ss, len);
     sockaddr_to_gid(&id.route.addr.src_addr, id.route.addr.addr.ibaddr.sgid.raw);
     if (!is_any(addr)) {
@@ -258,7 +280,7 @@ int resolve_addr(rdma_cm_id *raw, sockaddr *src, sockaddr *dst, int timeout_ms) 
             } else {
                 any.ss_family = dst->sa_family;
             }
-            if (do_bind(id, reinterpret_cast<sockaddr *>(&any)) != 0) return -1;
+            if (do_bind(id, reinterpret_cast<sockaddr *>(&any), true) != 0) return -1;
         } else if (id.state != State::kAddrBound) {
             return fail(EINVAL);
         }
@@ -371,8 +393,36 @@ int resolve_route(rdma_cm_id *raw, int timeout_ms) {
     return id.sync ? id.complete_sync() : 0;
 }
 
+// The port an id left to its connect (do_bind), once the socket has one: asked for before the
+// connect, the socket takes one now, as the kernel's rdma_cm would have at resolve time.
+void claim_port(CmId &id, bool bind_now) {
+    if (!id.port_at_connect || !id.sock) return;
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    getsockname(id.sock.get(), reinterpret_cast<sockaddr *>(&ss), &len);
+    if (!port_of(reinterpret_cast<sockaddr *>(&ss)) && bind_now) {
+        int off = 0, one = 1;
+        setsockopt(id.sock.get(), IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &off, sizeof off);
+        // The address stays (it may be the wildcard): only the port is new.
+        if (::bind(id.sock.get(), reinterpret_cast<sockaddr *>(&ss), len) != 0) return;
+        setsockopt(id.sock.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        len = sizeof ss;
+        getsockname(id.sock.get(), reinterpret_cast<sockaddr *>(&ss), &len);
+    }
+    const uint16_t port = port_of(reinterpret_cast<sockaddr *>(&ss));
+    if (!port) return;
+    id.port_at_connect = false;
+    set_port(&id.route.addr.src_addr, port);
+    std::lock_guard plk(g_ports_mu);
+    file_port(id, id_port_space(id), ntohs(port), &id.route.addr.src_addr);
+}
+
 uint16_t get_src_port(rdma_cm_id *raw) {
-    return raw ? port_of(&raw->route.addr.src_addr) : 0;
+    if (!raw) return 0;
+    CmId &id = *CmId::from(raw);
+    std::lock_guard lk(id.mu);
+    claim_port(id, true);
+    return port_of(&raw->route.addr.src_addr);
 }
 uint16_t get_dst_port(rdma_cm_id *raw) {
     return raw ? port_of(&raw->route.addr.dst_addr) : 0;

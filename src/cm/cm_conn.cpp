@@ -408,6 +408,7 @@ int dial(CmId &id) {
             0 &&
         errno != EINPROGRESS)
         return -1;
+    claim_port(id, false);
     auto req = mpa_frame(false, false, nullptr, id.conn.responder_resources,
                          id.conn.initiator_depth, id.connect_pd.data(), id.connect_pd.size());
     std::weak_ptr<CmId> weak = id.weak_from_this();

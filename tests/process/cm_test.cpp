@@ -283,6 +283,63 @@ TEST(Cm, DestroyedListenerFreesItsPortAtOnce) {
     EXPECT_PAIR_OK(run_pair(server, client));
 }
 
+// An id that rdma_resolve_addr bound leaves its port to the connect; rdma_get_src_port still
+// answers the port the connection then comes from: asked before the connect (the socket takes
+// one at once) or after it. The server sees each client's port as its peer's.
+TEST(Cm, ResolvedIdsReportThePortTheirConnectionUses) {
+    constexpr int kIds = 6;
+    auto server = [](Oob &oob) {
+        rdma_event_channel *ch = rdma_create_event_channel();
+        rdma_cm_id *l = listen_any(ch, oob);
+        std::vector<rdma_cm_id *> kept;
+        for (int i = 0; i < kIds; ++i) {
+            kept.push_back(accepted_id(ch, qp_attr()));
+            oob.put<uint16_t>(ntohs(rdma_get_dst_port(kept.back())));
+        }
+        oob.barrier();
+        close_all(kept);
+        PCHECK(rdma_destroy_id(l) == 0);
+        rdma_destroy_event_channel(ch);
+        return 0;
+    };
+    auto client = [](Oob &oob) {
+        rdma_event_channel *ch = rdma_create_event_channel();
+        const uint16_t port = oob.get<uint16_t>();
+        std::vector<rdma_cm_id *> ids;
+        std::vector<uint16_t> early;
+        for (int i = 0; i < kIds; ++i) {
+            rdma_cm_id *id = resolved_id(ch, port);
+            const bool ask_first = i % 2 == 0;
+            const uint16_t before = ask_first ? ntohs(rdma_get_src_port(id)) : 0;
+            if (ask_first) PCHECK(before != 0);
+            ibv_qp_init_attr qa = qp_attr();
+            PCHECK(rdma_create_qp(id, nullptr, &qa) == 0);
+            PCHECK(rdma_connect(id, nullptr) == 0);
+            rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_ESTABLISHED));
+            const uint16_t after = ntohs(rdma_get_src_port(id));
+            const uint16_t seen = oob.get<uint16_t>();
+            PCHECK(after != 0);
+            PCHECK_EQ(after, seen);
+            if (ask_first) PCHECK_EQ(before, after);
+            // Another id cannot take that port while this one holds it (loopback counts as
+            // a wildcard in the kernel's check: EADDRNOTAVAIL).
+            rdma_cm_id *other;
+            PCHECK(rdma_create_id(ch, &other, nullptr, RDMA_PS_TCP) == 0);
+            sockaddr_in a = loopback(after);
+            errno = 0;
+            PCHECK(rdma_bind_addr(other, reinterpret_cast<sockaddr *>(&a)) == -1 &&
+                   errno == EADDRNOTAVAIL);
+            PCHECK(rdma_destroy_id(other) == 0);
+            ids.push_back(id);
+        }
+        oob.barrier();
+        close_all(ids);
+        rdma_destroy_event_channel(ch);
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(server, client));
+}
+
 // The connect goes out before anything listens (perftest -R re-creates its listener between
 // connections): the refused attempts are retried quietly and the connection is made once the
 // listener appears, well before the CM timeout.
