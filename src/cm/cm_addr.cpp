@@ -47,6 +47,8 @@ bool is_any(const sockaddr *sa) {
     return is_wildcard(sa) || is_loopback(sa);
 }
 
+}  // namespace
+
 uint16_t port_of(const sockaddr *sa) {
     if (sa->sa_family == AF_INET) return reinterpret_cast<const sockaddr_in *>(sa)->sin_port;
     if (sa->sa_family == AF_INET6) return reinterpret_cast<const sockaddr_in6 *>(sa)->sin6_port;
@@ -57,6 +59,8 @@ void set_port(sockaddr *sa, uint16_t port_be) {
     if (sa->sa_family == AF_INET) reinterpret_cast<sockaddr_in *>(sa)->sin_port = port_be;
     if (sa->sa_family == AF_INET6) reinterpret_cast<sockaddr_in6 *>(sa)->sin6_port = port_be;
 }
+
+namespace {
 
 void fill_ib_addr(CmId &id) {
     sockaddr_to_gid(&id.route.addr.src_addr, id.route.addr.addr.ibaddr.sgid.raw);
@@ -412,6 +416,7 @@ void claim_port(CmId &id, bool bind_now) {
     const uint16_t port = port_of(reinterpret_cast<sockaddr *>(&ss));
     if (!port) return;
     id.port_at_connect = false;
+    id.port_by_connect = !bind_now;
     set_port(&id.route.addr.src_addr, port);
     std::lock_guard plk(g_ports_mu);
     file_port(id, id_port_space(id), ntohs(port), &id.route.addr.src_addr);

@@ -160,7 +160,7 @@ std::vector<uint8_t> mpa_frame(bool reply, bool reject, const wire::MpaFrame *re
 
 // ---------------------------------------------------------------------------- listen
 
-// Accepts every connection at once, so the kernel's queue never fills with peers that will
+// Accepts every connection as it comes, so the kernel's queue never fills with peers that will
 // never send a request; the gate bounds and times out those that have not delivered one
 // yet. The application's backlog counts only CONNECT_REQUESTs it has not answered: a complete
 // request beyond it waits (up to the CM timeout) for room.
@@ -169,8 +169,12 @@ class Listener : public transport::Pollable, public std::enable_shared_from_this
     Listener(std::weak_ptr<CmId> id, int fd) : id_(std::move(id)), fd_(fd) {}
     void on_io(uint32_t) override;
     void on_timer() override;
-    void rearm() {
-        transport::ProgressEngine::get().rearm(fd_, shared_from_this(), EPOLLIN | EPOLLONESHOT);
+    // Level-triggered: one accept per readiness, and no re-arming after each (an accept4
+    // that found nothing and an epoll_ctl per connection, in a storm). Disarmed only while
+    // the process is out of file descriptors.
+    static constexpr uint32_t kEvents = EPOLLIN;
+    void arm(uint32_t events) {
+        transport::ProgressEngine::get().rearm(fd_, shared_from_this(), events);
     }
     // No accept after this returns: the id may close the socket.
     void stop() {
@@ -199,37 +203,37 @@ constexpr int kKernelBacklog = 1024;
 void Listener::on_io(uint32_t) {
     auto lid = id_.lock();
     if (!lid) return;
-    for (;;) {
-        UniqueFd c;
-        sockaddr_storage peer{};
-        socklen_t plen = sizeof peer;
-        {
-            std::lock_guard lk(accept_mu_);
-            if (stopped_) return;
+    UniqueFd c;
+    sockaddr_storage peer{};
+    socklen_t plen = sizeof peer;
+    {
+        std::lock_guard lk(accept_mu_);
+        if (stopped_) return;
+        for (;;) {
             c.reset(::accept4(fd_, reinterpret_cast<sockaddr *>(&peer), &plen,
                               SOCK_NONBLOCK | SOCK_CLOEXEC));
-            if (!c) {
-                const bool no_fds =
-                    errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM;
-                if (!no_fds) {
-                    rearm();
-                    return;
-                }
-            }
-        }
-        if (!c) {
+            if (c) break;
+            const bool no_fds =
+                errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM;
+            if (!no_fds) return;  // nothing waits (the next one makes the socket readable)
             if (gate_.shed_oldest()) continue;
             SR_DEBUG("CM listener: out of file descriptors, accepting again in 100 ms");
+            arm(0);  // else the waiting connection keeps the socket readable: a busy loop
             transport::ProgressEngine::get().schedule(shared_from_this(),
                                                       now_ns() + kAcceptRetryNs);
             return;
         }
-        // TCP_NODELAY comes from the listening socket (accepted sockets inherit it).
-        on_request(lid, std::move(c), peer, plen);
     }
+    // TCP_NODELAY comes from the listening socket (accepted sockets inherit it).
+    on_request(lid, std::move(c), peer, plen);
 }
 
 void Listener::on_timer() {
+    {
+        std::lock_guard lk(accept_mu_);
+        if (stopped_) return;
+        arm(kEvents);
+    }
     on_io(EPOLLIN);
 }
 
@@ -382,7 +386,7 @@ int listen(rdma_cm_id *raw, int backlog) {
     // once); the application's backlog is applied to complete requests.
     if (::listen(id.sock.get(), kKernelBacklog) != 0) return -1;
     id.listener = std::make_shared<Listener>(id.weak_from_this(), id.sock.get());
-    if (!transport::ProgressEngine::get().watch(id.sock.get(), id.listener, EPOLLIN | EPOLLONESHOT))
+    if (!transport::ProgressEngine::get().watch(id.sock.get(), id.listener, Listener::kEvents))
         return -1;
     id.set_state(State::kListen);
     return 0;
@@ -393,13 +397,24 @@ int listen(rdma_cm_id *raw, int backlog) {
 // Starts (or restarts) the TCP connect + MPA request of an active id. mu held.
 int dial(CmId &id) {
     if (!id.sock) {
-        // A re-dial: a fresh socket on the same local address and port (still ours).
+        // A re-dial: a fresh socket on the same local address and port (still ours). A port
+        // the last connect picked may be shared with other connections (to other peers), so
+        // binding it could fail: the next connect picks one again.
         UniqueFd fd(::socket(id.route.addr.src_addr.sa_family,
                              SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
         if (!fd) return -1;
         int one = 1;
         setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
         transport::tune_stream_socket(fd.get());
+        if (id.port_by_connect) {
+            release_port(id);
+            set_port(&id.route.addr.src_addr, 0);
+            id.port_by_connect = false;
+        }
+        if (!port_of(&id.route.addr.src_addr)) {
+            setsockopt(fd.get(), IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
+            id.port_at_connect = true;
+        }
         if (::bind(fd.get(), &id.route.addr.src_addr, sockaddr_len(&id.route.addr.src_addr)) != 0)
             return -1;
         id.sock = std::move(fd);

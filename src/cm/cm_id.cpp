@@ -402,7 +402,6 @@ void register_child(const std::shared_ptr<CmId> &id) {
 
 void release_listener(CmId &id);
 void abort_connection(CmId &id);
-void release_port(CmId &id);
 
 int destroy_id(rdma_cm_id *raw) {
     if (!raw) return fail(EINVAL);

@@ -95,6 +95,7 @@ class CmId : public rdma_cm_id,
     UniqueFd sock;          // bound TCP socket: reserves the port, later listens or connects
     uint32_t port_key = 0;  // where the id's port reservation is filed (0: none; cm_addr.cpp)
     bool port_at_connect = false;  // bound without a port: connect picks it (claim_port)
+    bool port_by_connect = false;  // the port filed is the one a connect picked
     std::unique_ptr<ibv_sa_path_rec> path;
 
     // Listening.
@@ -173,9 +174,13 @@ std::vector<ibv_context *> all_contexts();
 using verbs::sockaddr_to_gid;
 socklen_t sockaddr_len(const sockaddr *sa);
 bool is_wildcard(const sockaddr *sa);  // INADDR_ANY or ::
+uint16_t port_of(const sockaddr *sa);  // network byte order
+void set_port(sockaddr *sa, uint16_t port_be);
 // Files the port the kernel gave an id bound without one (once its socket has it, or, with
 // `bind_now`, by binding one now). mu held.
 void claim_port(CmId &id, bool bind_now);
+// Gives the id's port back to its port space (mu held or the id unreachable).
+void release_port(CmId &id);
 
 uint64_t cm_timeout_ns();
 // Sets errno and returns -1, the librdmacm error convention (rdma-core's ERR()).

@@ -356,6 +356,7 @@ TEST(Cm, ListenerAppearingAfterTheConnectIsFound) {
         usleep(200000);
         PCHECK(rdma_listen(l, 4) == 0);
         rdma_cm_id *c = accepted_id(ch, qp_attr());
+        oob.put<uint16_t>(ntohs(rdma_get_dst_port(c)));
         rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_DISCONNECTED));
         rdma_destroy_qp(c);
         PCHECK(rdma_destroy_id(c) == 0);
@@ -377,6 +378,8 @@ TEST(Cm, ListenerAppearingAfterTheConnectIsFound) {
         rdma_ack_cm_event(ev);
         const uint64_t dt = now_ms() - t0;
         PCHECK(dt >= 150 && dt < 1000);
+        // The refused attempts' ports are not this connection's: the one reported is.
+        PCHECK_EQ(ntohs(rdma_get_src_port(id)), oob.get<uint16_t>());
         PCHECK(rdma_disconnect(id) == 0);
         rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_DISCONNECTED));
         rdma_destroy_qp(id);
