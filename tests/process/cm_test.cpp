@@ -9,6 +9,7 @@
 #include <rdma/rdma_verbs.h>
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -334,6 +335,66 @@ TEST(Cm, ResolvedIdsReportThePortTheirConnectionUses) {
         }
         oob.barrier();
         close_all(ids);
+        rdma_destroy_event_channel(ch);
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(server, client));
+}
+
+// The server is out of file descriptors when a connection comes: its listener stops looking
+// (no busy loop on the socket that stays readable), tries again every 100 ms, and accepts
+// once descriptors are free again.
+TEST(Cm, ListenerOutOfDescriptorsWaitsWithoutSpinning) {
+    auto server = [](Oob &oob) {
+        rdma_event_channel *ch = rdma_create_event_channel();
+        rdma_cm_id *l = listen_any(ch, oob);
+        rlimit lim{};
+        PCHECK(getrlimit(RLIMIT_NOFILE, &lim) == 0);
+        rlimit low = lim;
+        low.rlim_cur = 512;
+        PCHECK(setrlimit(RLIMIT_NOFILE, &low) == 0);
+        std::vector<int> held;
+        for (int fd; (fd = dup(0)) >= 0;) held.push_back(fd);
+        PCHECK(errno == EMFILE && !held.empty());
+        auto cpu_ms = [] {
+            timespec t{};
+            clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+            return t.tv_sec * 1000.0 + t.tv_nsec / 1e6;
+        };
+        oob.put<char>('x');  // exhausted: connect now
+        (void)oob.get<char>();
+        usleep(50000);  // the connection waits in the kernel's queue
+        const double c0 = cpu_ms();
+        usleep(400000);
+        const double burnt = cpu_ms() - c0;
+        if (burnt > 150) {
+            fprintf(stderr, "the process used %.0f ms of CPU in 400 ms while out of fds\n", burnt);
+            return 3;
+        }
+        for (int fd : held) close(fd);
+        PCHECK(setrlimit(RLIMIT_NOFILE, &lim) == 0);
+        rdma_cm_id *c = accepted_id(ch, qp_attr());
+        rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_DISCONNECTED));
+        rdma_destroy_qp(c);
+        PCHECK(rdma_destroy_id(c) == 0);
+        PCHECK(rdma_destroy_id(l) == 0);
+        rdma_destroy_event_channel(ch);
+        return 0;
+    };
+    auto client = [](Oob &oob) {
+        rdma_event_channel *ch = rdma_create_event_channel();
+        const uint16_t port = oob.get<uint16_t>();
+        PCHECK(oob.get<char>() == 'x');
+        rdma_cm_id *id = connecting_id(ch, port, qp_attr());
+        oob.put<char>('c');
+        rdma_cm_event *ev = next_event(ch, 10000);
+        PCHECK(ev != nullptr);
+        PCHECK_EQ(ev->event, RDMA_CM_EVENT_ESTABLISHED);
+        rdma_ack_cm_event(ev);
+        PCHECK(rdma_disconnect(id) == 0);
+        rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_DISCONNECTED));
+        rdma_destroy_qp(id);
+        PCHECK(rdma_destroy_id(id) == 0);
         rdma_destroy_event_channel(ch);
         return 0;
     };
