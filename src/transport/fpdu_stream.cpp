@@ -22,7 +22,7 @@ constexpr size_t kStageSize = 64 * 1024;
 // A stream that has only seen small frames (the CM's RTU, ACKs, short SENDs) stages them in
 // this much. The first read that fills it moves the stream to kStageSize: a connection storm
 // then grows the heap by 64 KiB per connection (an mprotect and page faults each) no more.
-constexpr size_t kSmallStageSize = 1024;
+constexpr size_t kSmallStageSize = 512;
 // Below this the payload is copied out of the staging buffer; above it we read straight into
 // the destination so bulk data is touched once.
 constexpr size_t kDirectThreshold = 4096;

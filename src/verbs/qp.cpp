@@ -115,7 +115,6 @@ Qp::Qp(Context *ctx, const ibv_qp_init_attr_ex &a)
     sq_inline_.resize(size_t(a.cap.max_send_wr) * max_inline_);
     if (!srq_) rq_.init(a.cap.max_recv_wr, max_recv_sge_);
     cur_recv_sges_.resize(kMaxSge);
-    responses_.resize(kMaxRdAtomic);
     ctrl_.reserve(8);
     attr_.qp_state = IBV_QPS_RESET;
     attr_.path_mtu = IBV_MTU_1024;

@@ -288,6 +288,7 @@ class Qp : public ibv_qp_ex,
     bool place_write(const wire::SegmentHeader &h, transport::Placement &p);
     bool place_send(const wire::SegmentHeader &h, transport::Placement &p);
     bool place_read_response(const wire::SegmentHeader &h, transport::Placement &p);
+    bool room_for_response();
     bool handle_read_request(std::span<const uint8_t> payload);
     bool handle_atomic_request(const wire::SegmentHeader &h, std::span<const uint8_t> payload);
     bool handle_atomic_response(const wire::SegmentHeader &h, std::span<const uint8_t> payload);

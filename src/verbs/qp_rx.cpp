@@ -236,11 +236,19 @@ bool Qp::place_read_response(const wire::SegmentHeader &h, transport::Placement 
     return true;
 }
 
+// The responder's ring is allocated with the first READ or atomic the QP serves: most QPs
+// (and every connection of a storm) never serve one.
+bool Qp::room_for_response() {
+    if (resp_count_ >= attr_.max_dest_rd_atomic) return false;
+    if (responses_.empty()) responses_.resize(kMaxRdAtomic);
+    return resp_count_ < responses_.size();
+}
+
 bool Qp::handle_read_request(std::span<const uint8_t> payload) {
     if (rnr_dropping_) return true;
     if (!reliable()) return false;
     const wire::ReadRequest r = wire::decode_read_request(payload.data());
-    if (resp_count_ >= attr_.max_dest_rd_atomic || resp_count_ >= responses_.size()) {
+    if (!room_for_response()) {
         responder_fail(wire::NakCode::kInvalidRequest, wire::kTermEtypeRemoteOperation,
                        wire::kTermEcodeUnspecified);
         return true;
@@ -276,7 +284,7 @@ bool Qp::handle_atomic_request(const wire::SegmentHeader &h, std::span<const uin
     if (!reliable()) return false;
     wire::AtomicRequest r;
     if (!wire::decode_atomic_request(payload.data(), r)) return false;
-    if (resp_count_ >= attr_.max_dest_rd_atomic || resp_count_ >= responses_.size()) {
+    if (!room_for_response()) {
         responder_fail(wire::NakCode::kInvalidRequest, wire::kTermEtypeRemoteOperation,
                        wire::kTermEcodeUnspecified);
         return true;

@@ -139,7 +139,7 @@ TEST(FpduStream, StagingGrowsInTheMiddleOfTraffic) {
     for (bool crc : {false, true}) {
         const std::vector<uint8_t> bytes = frames_of(crc, sizes);
         ASSERT_GT(bytes.size(), 100000u);
-        for (size_t chunk : {7, 13, 200, 999, 1000, 1010, 1021, 1024, 1500, 4096, 70000}) {
+        for (size_t chunk : {7, 13, 200, 500, 509, 512, 999, 1021, 1024, 1500, 4096, 70000}) {
             int sv[2];
             ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
             UniqueFd in(sv[0]);
