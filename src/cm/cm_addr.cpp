@@ -138,11 +138,13 @@ int id_port_space(const CmId &id) {
 }
 
 // Reserves addr:port in the id's port space. Called with id.mu held. With `port_at_connect`
-// (rdma_resolve_addr on an unbound id), a TCP id asking for no port in particular binds its
-// address only: the kernel picks the port when it connects, as for any client socket. Picking
-// it at bind time cost ~8 us per connection here, far more once thousands of TIME_WAIT
-// sockets fill the ephemeral range, where connect may reuse their ports toward other peers.
-// rdma_get_src_port still answers a port before the connect (claim_port).
+// (rdma_resolve_addr on an unbound id), a TCP id asking for no port on no address in
+// particular gets no socket yet: the connect opens one and the kernel picks its port then, as
+// for any client socket (open_id_socket). Picking the port at bind time cost ~8 us per
+// connection here, far more once thousands of TIME_WAIT sockets fill the ephemeral range,
+// where connect may reuse their ports toward other peers; the socket itself moves out of
+// address resolution, which an application runs alone, into the connect, which waits for the
+// peer anyway. rdma_get_src_port still answers a port before the connect (claim_port).
 int do_bind(CmId &id, const sockaddr *addr, bool port_at_connect = false) {
     if (addr->sa_family != AF_INET && addr->sa_family != AF_INET6) return fail(EAFNOSUPPORT);
     const int type = id.ps == RDMA_PS_UDP || id.ps == RDMA_PS_IPOIB ? SOCK_DGRAM : SOCK_STREAM;
@@ -151,6 +153,15 @@ int do_bind(CmId &id, const sockaddr *addr, bool port_at_connect = false) {
     const uint16_t want = ntohs(port_of(addr));
     if (want) {
         if (const int e = port_conflict(id, ps, want, addr)) return fail(e);
+    }
+    if (port_at_connect && type == SOCK_STREAM && !want && !id.reuseaddr && is_wildcard(addr)) {
+        const socklen_t len = sockaddr_len(addr);
+        std::memset(&id.route.addr.src_storage, 0, sizeof id.route.addr.src_storage);
+        std::memcpy(&id.route.addr.src_storage, addr, len);
+        sockaddr_to_gid(&id.route.addr.src_addr, id.route.addr.addr.ibaddr.sgid.raw);
+        id.port_at_connect = true;
+        id.set_state(State::kAddrBound);
+        return 0;
     }
     UniqueFd fd(::socket(addr->sa_family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
     if (!fd) return -1;
@@ -161,7 +172,6 @@ int do_bind(CmId &id, const sockaddr *addr, bool port_at_connect = false) {
     // sockets fill the ephemeral range (measured after a few runs of 1,000 connections),
     // without it ~10 us, and the port picked has no TIME_WAIT peer to collide with later.
     const bool reuse_after = type == SOCK_STREAM && want == 0;
-    const bool defer = port_at_connect && reuse_after && !id.reuseaddr;
     if ((type == SOCK_STREAM && !reuse_after) || id.reuseaddr)
         setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     const bool afonly = effective_afonly(id, addr->sa_family);
@@ -170,23 +180,16 @@ int do_bind(CmId &id, const sockaddr *addr, bool port_at_connect = false) {
         setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &v, sizeof v);
     }
     if (type == SOCK_STREAM) setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    if (defer) setsockopt(fd.get(), IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
     if (::bind(fd.get(), addr, sockaddr_len(addr)) != 0) return -1;
-    if (reuse_after && !defer) setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (reuse_after) setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     sockaddr_storage ss{};
     socklen_t len = sizeof ss;
-    if (defer) {
-        len = sockaddr_len(addr);
-        std::memcpy(&ss, addr, len);
-        id.port_at_connect = true;
-    } else {
-        getsockname(fd.get(), reinterpret_cast<sockaddr *>(&ss), &len);
-        const uint16_t got = ntohs(port_of(reinterpret_cast<sockaddr *>(&ss)));
-        if (!want) {
-            if (const int e = port_conflict(id, ps, got, addr)) return fail(e);
-        }
-        file_port(id, ps, got, addr);
+    getsockname(fd.get(), reinterpret_cast<sockaddr *>(&ss), &len);
+    const uint16_t got = ntohs(port_of(reinterpret_cast<sockaddr *>(&ss)));
+    if (!want) {
+        if (const int e = port_conflict(id, ps, got, addr)) return fail(e);
     }
+    file_port(id, ps, got, addr);
     std::memcpy(&id.route.addr.src_storage, &ss, len);
     sockaddr_to_gid(&id.route.addr.src_addr, id.route.addr.addr.ibaddr.sgid.raw);
     if (!is_any(addr)) {
@@ -397,22 +400,37 @@ int resolve_route(rdma_cm_id *raw, int timeout_ms) {
     return id.sync ? id.complete_sync() : 0;
 }
 
+int open_id_socket(CmId &id, bool port_now) {
+    sockaddr *src = &id.route.addr.src_addr;
+    UniqueFd fd(::socket(src->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    if (!fd) return -1;
+    int one = 1;
+    const bool have_port = port_of(src) != 0;
+    // A port of its own is bound again with SO_REUSEADDR (its last socket's connection may
+    // live on); one picked now gets it after the bind (see do_bind).
+    if (have_port) setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (src->sa_family == AF_INET6) {
+        int v = effective_afonly(id, AF_INET6);
+        setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &v, sizeof v);
+    }
+    transport::tune_stream_socket(fd.get());
+    if (!have_port && !port_now)
+        setsockopt(fd.get(), IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
+    if (::bind(fd.get(), src, sockaddr_len(src)) != 0) return -1;
+    if (!have_port) setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    id.sock = std::move(fd);
+    id.port_at_connect = !have_port;
+    return 0;
+}
+
 // The port an id left to its connect (do_bind), once the socket has one: asked for before the
-// connect, the socket takes one now, as the kernel's rdma_cm would have at resolve time.
+// connect, the id takes one now, as the kernel's rdma_cm would have at resolve time.
 void claim_port(CmId &id, bool bind_now) {
-    if (!id.port_at_connect || !id.sock) return;
+    if (!id.port_at_connect) return;
+    if (!id.sock && (!bind_now || open_id_socket(id, true) != 0)) return;
     sockaddr_storage ss{};
     socklen_t len = sizeof ss;
     getsockname(id.sock.get(), reinterpret_cast<sockaddr *>(&ss), &len);
-    if (!port_of(reinterpret_cast<sockaddr *>(&ss)) && bind_now) {
-        int off = 0, one = 1;
-        setsockopt(id.sock.get(), IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &off, sizeof off);
-        // The address stays (it may be the wildcard): only the port is new.
-        if (::bind(id.sock.get(), reinterpret_cast<sockaddr *>(&ss), len) != 0) return;
-        setsockopt(id.sock.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        len = sizeof ss;
-        getsockname(id.sock.get(), reinterpret_cast<sockaddr *>(&ss), &len);
-    }
     const uint16_t port = port_of(reinterpret_cast<sockaddr *>(&ss));
     if (!port) return;
     id.port_at_connect = false;

@@ -384,7 +384,8 @@ int listen(rdma_cm_id *raw, int backlog) {
     }
     // The kernel's queue only bridges SYN and our accept (which takes every connection at
     // once); the application's backlog is applied to complete requests.
-    if (::listen(id.sock.get(), kKernelBacklog) != 0) return -1;
+    if (!id.sock) claim_port(id, true);  // resolution had bound it without a socket
+    if (!id.sock || ::listen(id.sock.get(), kKernelBacklog) != 0) return -1;
     id.listener = std::make_shared<Listener>(id.weak_from_this(), id.sock.get());
     if (!transport::ProgressEngine::get().watch(id.sock.get(), id.listener, Listener::kEvents))
         return -1;
@@ -397,27 +398,15 @@ int listen(rdma_cm_id *raw, int backlog) {
 // Starts (or restarts) the TCP connect + MPA request of an active id. mu held.
 int dial(CmId &id) {
     if (!id.sock) {
-        // A re-dial: a fresh socket on the same local address and port (still ours). A port
-        // the last connect picked may be shared with other connections (to other peers), so
-        // binding it could fail: the next connect picks one again.
-        UniqueFd fd(::socket(id.route.addr.src_addr.sa_family,
-                             SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-        if (!fd) return -1;
-        int one = 1;
-        setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        transport::tune_stream_socket(fd.get());
+        // The first dial of an id that address resolution left without a socket, or a
+        // re-dial. A port the last connect picked may be shared with connections to other
+        // peers, so binding it could fail: the next connect picks one again.
         if (id.port_by_connect) {
             release_port(id);
             set_port(&id.route.addr.src_addr, 0);
             id.port_by_connect = false;
         }
-        if (!port_of(&id.route.addr.src_addr)) {
-            setsockopt(fd.get(), IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
-            id.port_at_connect = true;
-        }
-        if (::bind(fd.get(), &id.route.addr.src_addr, sockaddr_len(&id.route.addr.src_addr)) != 0)
-            return -1;
-        id.sock = std::move(fd);
+        if (open_id_socket(id, false) != 0) return -1;
     }
     if (::connect(id.sock.get(), &id.route.addr.dst_addr, sockaddr_len(&id.route.addr.dst_addr)) !=
             0 &&

@@ -176,8 +176,12 @@ socklen_t sockaddr_len(const sockaddr *sa);
 bool is_wildcard(const sockaddr *sa);  // INADDR_ANY or ::
 uint16_t port_of(const sockaddr *sa);  // network byte order
 void set_port(sockaddr *sa, uint16_t port_be);
+// Opens the socket of a TCP id bound without one (rdma_resolve_addr's bind): on its source
+// address, with its port if it has one, else with one picked now (`port_now`) or by its
+// connect. mu held.
+int open_id_socket(CmId &id, bool port_now);
 // Files the port the kernel gave an id bound without one (once its socket has it, or, with
-// `bind_now`, by binding one now). mu held.
+// `bind_now`, by opening or binding one now). mu held.
 void claim_port(CmId &id, bool bind_now);
 // Gives the id's port back to its port space (mu held or the id unreachable).
 void release_port(CmId &id);
