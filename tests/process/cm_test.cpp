@@ -36,6 +36,16 @@ void close_all(const std::vector<rdma_cm_id *> &ids) {
     }
 }
 
+// Once the peer is done too: ends the connections, then the listener (if any) and the channel.
+int end_all(Oob &oob, rdma_event_channel *ch, const std::vector<rdma_cm_id *> &ids,
+            rdma_cm_id *listener = nullptr) {
+    oob.barrier();
+    close_all(ids);
+    if (listener) PCHECK(rdma_destroy_id(listener) == 0);
+    rdma_destroy_event_channel(ch);
+    return 0;
+}
+
 ibv_qp_init_attr qp_attr() {
     ibv_qp_init_attr a{};
     a.qp_type = IBV_QPT_RC;
@@ -260,11 +270,7 @@ TEST(Cm, DestroyedListenerFreesItsPortAtOnce) {
             PCHECK(rdma_listen(l, 4) == 0);
             oob.put<char>('l');  // listening again
         }
-        oob.barrier();
-        close_all(kept);
-        PCHECK(rdma_destroy_id(l) == 0);
-        rdma_destroy_event_channel(ch);
-        return 0;
+        return end_all(oob, ch, kept, l);
     };
     auto client = [](Oob &oob) {
         rdma_event_channel *ch = rdma_create_event_channel();
@@ -276,10 +282,7 @@ TEST(Cm, DestroyedListenerFreesItsPortAtOnce) {
             ids.push_back(id);
             PCHECK(oob.get<char>() == 'l');
         }
-        oob.barrier();
-        close_all(ids);
-        rdma_destroy_event_channel(ch);
-        return 0;
+        return end_all(oob, ch, ids);
     };
     EXPECT_PAIR_OK(run_pair(server, client));
 }
@@ -297,11 +300,7 @@ TEST(Cm, ResolvedIdsReportThePortTheirConnectionUses) {
             kept.push_back(accepted_id(ch, qp_attr()));
             oob.put<uint16_t>(ntohs(rdma_get_dst_port(kept.back())));
         }
-        oob.barrier();
-        close_all(kept);
-        PCHECK(rdma_destroy_id(l) == 0);
-        rdma_destroy_event_channel(ch);
-        return 0;
+        return end_all(oob, ch, kept, l);
     };
     auto client = [](Oob &oob) {
         rdma_event_channel *ch = rdma_create_event_channel();
@@ -333,10 +332,7 @@ TEST(Cm, ResolvedIdsReportThePortTheirConnectionUses) {
             PCHECK(rdma_destroy_id(other) == 0);
             ids.push_back(id);
         }
-        oob.barrier();
-        close_all(ids);
-        rdma_destroy_event_channel(ch);
-        return 0;
+        return end_all(oob, ch, ids);
     };
     EXPECT_PAIR_OK(run_pair(server, client));
 }
