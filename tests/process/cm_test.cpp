@@ -46,6 +46,26 @@ int end_all(Oob &oob, rdma_event_channel *ch, const std::vector<rdma_cm_id *> &i
     return 0;
 }
 
+// Server side: waits for the peer's disconnect, then frees the connection, listener, channel.
+int end_on_disconnect(rdma_event_channel *ch, rdma_cm_id *c, rdma_cm_id *listener) {
+    rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_DISCONNECTED));
+    rdma_destroy_qp(c);
+    PCHECK(rdma_destroy_id(c) == 0);
+    PCHECK(rdma_destroy_id(listener) == 0);
+    rdma_destroy_event_channel(ch);
+    return 0;
+}
+
+// Client side: disconnects, waits for the DISCONNECTED, frees the id and channel.
+int hang_up(rdma_event_channel *ch, rdma_cm_id *id) {
+    PCHECK(rdma_disconnect(id) == 0);
+    rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_DISCONNECTED));
+    rdma_destroy_qp(id);
+    PCHECK(rdma_destroy_id(id) == 0);
+    rdma_destroy_event_channel(ch);
+    return 0;
+}
+
 ibv_qp_init_attr qp_attr() {
     ibv_qp_init_attr a{};
     a.qp_type = IBV_QPT_RC;
@@ -370,12 +390,7 @@ TEST(Cm, ListenerOutOfDescriptorsWaitsWithoutSpinning) {
         for (int fd : held) close(fd);
         PCHECK(setrlimit(RLIMIT_NOFILE, &lim) == 0);
         rdma_cm_id *c = accepted_id(ch, qp_attr());
-        rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_DISCONNECTED));
-        rdma_destroy_qp(c);
-        PCHECK(rdma_destroy_id(c) == 0);
-        PCHECK(rdma_destroy_id(l) == 0);
-        rdma_destroy_event_channel(ch);
-        return 0;
+        return end_on_disconnect(ch, c, l);
     };
     auto client = [](Oob &oob) {
         rdma_event_channel *ch = rdma_create_event_channel();
@@ -387,12 +402,7 @@ TEST(Cm, ListenerOutOfDescriptorsWaitsWithoutSpinning) {
         PCHECK(ev != nullptr);
         PCHECK_EQ(ev->event, RDMA_CM_EVENT_ESTABLISHED);
         rdma_ack_cm_event(ev);
-        PCHECK(rdma_disconnect(id) == 0);
-        rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_DISCONNECTED));
-        rdma_destroy_qp(id);
-        PCHECK(rdma_destroy_id(id) == 0);
-        rdma_destroy_event_channel(ch);
-        return 0;
+        return hang_up(ch, id);
     };
     EXPECT_PAIR_OK(run_pair(server, client));
 }
@@ -414,12 +424,7 @@ TEST(Cm, ListenerAppearingAfterTheConnectIsFound) {
         PCHECK(rdma_listen(l, 4) == 0);
         rdma_cm_id *c = accepted_id(ch, qp_attr());
         oob.put<uint16_t>(ntohs(rdma_get_dst_port(c)));
-        rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_DISCONNECTED));
-        rdma_destroy_qp(c);
-        PCHECK(rdma_destroy_id(c) == 0);
-        PCHECK(rdma_destroy_id(l) == 0);
-        rdma_destroy_event_channel(ch);
-        return 0;
+        return end_on_disconnect(ch, c, l);
     };
     auto client = [](Oob &oob) {
         rdma_event_channel *ch = rdma_create_event_channel();
@@ -437,12 +442,7 @@ TEST(Cm, ListenerAppearingAfterTheConnectIsFound) {
         PCHECK(dt >= 150 && dt < 1000);
         // The refused attempts' ports are not this connection's: the one reported is.
         PCHECK_EQ(ntohs(rdma_get_src_port(id)), oob.get<uint16_t>());
-        PCHECK(rdma_disconnect(id) == 0);
-        rdma_ack_cm_event(wait_event(ch, RDMA_CM_EVENT_DISCONNECTED));
-        rdma_destroy_qp(id);
-        PCHECK(rdma_destroy_id(id) == 0);
-        rdma_destroy_event_channel(ch);
-        return 0;
+        return hang_up(ch, id);
     };
     EXPECT_PAIR_OK(run_pair(server, client));
 }
