@@ -328,8 +328,10 @@ ssize_t FpduStream::tx_writev(const iovec *v, int cnt) {
     ShmRefRule rule;
     rule.enabled = shm_refs_ && shm_->peer_reads_me();
     rule.min_len = shm_cma_min();
-    rule.keep_lo = batch_->arena_.data();
-    rule.keep_hi = batch_->arena_.data() + batch_->arena_.size();
+    if (batch_) {  // send_now's frames come from outside any batch
+        rule.keep_lo = batch_->arena_.data();
+        rule.keep_hi = batch_->arena_.data() + batch_->arena_.size();
+    }
     // A full ring asks for no wake-up here: a polling owner simply tries again at its next
     // poll, and one that is about to leave it to the engine asks (shm_wait_room). A wake-up
     // per full ring, while both sides poll, costs a send() and an engine wake-up each time.
