@@ -137,6 +137,32 @@ int id_port_space(const CmId &id) {
     return id.ps == RDMA_PS_IB ? RDMA_PS_TCP : id.ps;  // both are TCP ports here
 }
 
+// A socket of `type` bound to `addr` with the id's options (SO_REUSEADDR, IPV6_V6ONLY,
+// TCP_NODELAY). A TCP port of our choosing is taken with SO_REUSEADDR (a new listener may take
+// a port whose old connections live on, as on RDMA). A port the kernel picks gets it only
+// after the bind: with it set, picking one costs ~0.5 ms per bind once thousands of TIME_WAIT
+// sockets fill the ephemeral range (measured after a few runs of 1,000 connections), without
+// it ~10 us, and the port picked has no TIME_WAIT peer to collide with later. With
+// `port_at_connect`, the kernel picks none until the socket connects.
+UniqueFd bound_socket(const CmId &id, const sockaddr *addr, int type, bool port_at_connect) {
+    UniqueFd fd(::socket(addr->sa_family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    if (!fd) return fd;
+    int one = 1;
+    const bool reuse_after = type == SOCK_STREAM && !port_of(addr);
+    if ((type == SOCK_STREAM && !reuse_after) || id.reuseaddr)
+        setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (addr->sa_family == AF_INET6) {
+        int v = effective_afonly(id, addr->sa_family);
+        setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &v, sizeof v);
+    }
+    if (type == SOCK_STREAM) transport::tune_stream_socket(fd.get());
+    if (port_at_connect)
+        setsockopt(fd.get(), IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
+    if (::bind(fd.get(), addr, sockaddr_len(addr)) != 0) return UniqueFd();
+    if (reuse_after) setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    return fd;
+}
+
 // Reserves addr:port in the id's port space. Called with id.mu held. With `port_at_connect`
 // (rdma_resolve_addr on an unbound id), a TCP id asking for no port on no address in
 // particular gets no socket yet: the connect opens one and the kernel picks its port then, as
@@ -163,25 +189,8 @@ int do_bind(CmId &id, const sockaddr *addr, bool port_at_connect = false) {
         id.set_state(State::kAddrBound);
         return 0;
     }
-    UniqueFd fd(::socket(addr->sa_family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    UniqueFd fd = bound_socket(id, addr, type, false);
     if (!fd) return -1;
-    int one = 1;
-    // A TCP port of our choosing is taken with SO_REUSEADDR (a new listener may take a port
-    // whose old connections live on, as on RDMA). A port the kernel picks gets it only after
-    // the bind: with it set, picking one costs ~0.5 ms per bind once thousands of TIME_WAIT
-    // sockets fill the ephemeral range (measured after a few runs of 1,000 connections),
-    // without it ~10 us, and the port picked has no TIME_WAIT peer to collide with later.
-    const bool reuse_after = type == SOCK_STREAM && want == 0;
-    if ((type == SOCK_STREAM && !reuse_after) || id.reuseaddr)
-        setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    const bool afonly = effective_afonly(id, addr->sa_family);
-    if (addr->sa_family == AF_INET6) {
-        int v = afonly;
-        setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &v, sizeof v);
-    }
-    if (type == SOCK_STREAM) setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    if (::bind(fd.get(), addr, sockaddr_len(addr)) != 0) return -1;
-    if (reuse_after) setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     sockaddr_storage ss{};
     socklen_t len = sizeof ss;
     getsockname(fd.get(), reinterpret_cast<sockaddr *>(&ss), &len);
@@ -401,23 +410,10 @@ int resolve_route(rdma_cm_id *raw, int timeout_ms) {
 }
 
 int open_id_socket(CmId &id, bool port_now) {
-    sockaddr *src = &id.route.addr.src_addr;
-    UniqueFd fd(::socket(src->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-    if (!fd) return -1;
-    int one = 1;
+    const sockaddr *src = &id.route.addr.src_addr;
     const bool have_port = port_of(src) != 0;
-    // A port of its own is bound again with SO_REUSEADDR (its last socket's connection may
-    // live on); one picked now gets it after the bind (see do_bind).
-    if (have_port) setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (src->sa_family == AF_INET6) {
-        int v = effective_afonly(id, AF_INET6);
-        setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &v, sizeof v);
-    }
-    transport::tune_stream_socket(fd.get());
-    if (!have_port && !port_now)
-        setsockopt(fd.get(), IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
-    if (::bind(fd.get(), src, sockaddr_len(src)) != 0) return -1;
-    if (!have_port) setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    UniqueFd fd = bound_socket(id, src, SOCK_STREAM, !have_port && !port_now);
+    if (!fd) return -1;
     id.sock = std::move(fd);
     id.port_at_connect = !have_port;
     return 0;
