@@ -2,9 +2,11 @@
 // The key space shared by memory regions and memory windows: a key's upper 24 bits index a
 // slot, its low byte tells registrations of one slot apart. Every incoming WRITE/READ/atomic
 // resolves its key here, under the shared lock; registration, binding and invalidation take
-// it exclusively, so a key check sees a change whole or not at all.
+// it exclusively (KeyTableChange), so a key check sees a change whole or not at all.
 #pragma once
+#include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <shared_mutex>
 #include <vector>
 
@@ -24,6 +26,9 @@ struct KeyTable {
     std::vector<KeySlot> slots;
     std::vector<uint32_t> free_list;
     uint8_t generation = 0;
+    // Moves on with every change (under the exclusive lock): a check remembered while it had
+    // this value is still what the table says (KeyCache), without taking the lock.
+    std::atomic<uint64_t> epoch{1};
 
     // Takes a free slot for `s` and returns its key, or 0 when the table is full. Caller
     // holds mu exclusively.
@@ -37,6 +42,20 @@ struct KeyTable {
         const uint32_t idx = key >> 8;
         return idx < slots.size() ? &slots[idx] : nullptr;
     }
+};
+
+// The exclusive lock for a change to the table, or to a region or window in it; the epoch
+// moves on before the lock is released.
+class KeyTableChange {
+  public:
+    explicit KeyTableChange(KeyTable &t) : t_(t), lk_(t.mu) {}
+    ~KeyTableChange() { t_.epoch.fetch_add(1, std::memory_order_release); }
+    KeyTableChange(const KeyTableChange &) = delete;
+    KeyTableChange &operator=(const KeyTableChange &) = delete;
+
+  private:
+    KeyTable &t_;
+    std::unique_lock<std::shared_mutex> lk_;
 };
 
 // Never destroyed: key checks may run while the process exits.

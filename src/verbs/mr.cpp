@@ -14,7 +14,7 @@ namespace softrdma::verbs {
 
 bool mr_table_add(Mr *mr) {
     KeyTable &t = key_table();
-    std::unique_lock lk(t.mu);
+    KeyTableChange lk(t);
     const uint32_t key = t.add({mr, nullptr});
     if (!key) return false;
     mr->lkey = mr->rkey = key;
@@ -23,7 +23,7 @@ bool mr_table_add(Mr *mr) {
 
 bool mr_table_add_as(Mr *mr, uint32_t want) {
     KeyTable &t = key_table();
-    std::unique_lock lk(t.mu);
+    KeyTableChange lk(t);
     uint32_t key = t.add_exact(want, {mr, nullptr});
     if (!key) key = t.add({mr, nullptr});
     if (!key) return false;
@@ -33,7 +33,7 @@ bool mr_table_add_as(Mr *mr, uint32_t want) {
 
 int mr_table_remove(Mr *mr) {
     KeyTable &t = key_table();
-    std::unique_lock lk(t.mu);
+    KeyTableChange lk(t);
     if (mr->windows) return EINVAL;
     KeySlot *s = t.at(mr->lkey);
     if (s && s->mr == mr) t.remove(mr->lkey);
@@ -42,7 +42,7 @@ int mr_table_remove(Mr *mr) {
 
 void mr_table_change(Mr *mr, const MrChange &c) {
     KeyTable &t = key_table();
-    std::unique_lock lk(t.mu);
+    KeyTableChange lk(t);
     if (c.pd) {
         mr->owner = c.pd;
         mr->pd = c.handle ? c.handle : c.pd;

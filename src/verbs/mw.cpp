@@ -47,7 +47,7 @@ const char *bind_error(const MwBind &b, const Mw &mw, const Mr *mr, const Pd *pd
 
 bool mw_table_add(Mw *mw) {
     KeyTable &t = key_table();
-    std::unique_lock lk(t.mu);
+    KeyTableChange lk(t);
     const uint32_t key = t.add({nullptr, mw});
     if (!key) return false;
     mw->rkey = mw->key = key;
@@ -57,7 +57,7 @@ bool mw_table_add(Mw *mw) {
 
 void mw_table_remove(Mw *mw) {
     KeyTable &t = key_table();
-    std::unique_lock lk(t.mu);
+    KeyTableChange lk(t);
     unbind(*mw);
     KeySlot *s = t.at(mw->key);
     if (s && s->mw == mw) t.remove(mw->key);
@@ -65,7 +65,7 @@ void mw_table_remove(Mw *mw) {
 
 bool mw_bind(const MwBind &b, const Pd *pd, uint32_t qpn) {
     KeyTable &t = key_table();
-    std::unique_lock lk(t.mu);
+    KeyTableChange lk(t);
     // The window may have been deallocated since the bind was posted: it must still own
     // its slot before it is touched.
     KeySlot *slot = t.at(b.mw->key);
@@ -103,7 +103,7 @@ bool mw_bind(const MwBind &b, const Pd *pd, uint32_t qpn) {
 
 bool mw_invalidate(uint32_t rkey, const Pd *pd) {
     KeyTable &t = key_table();
-    std::unique_lock lk(t.mu);
+    KeyTableChange lk(t);
     KeySlot *s = t.at(rkey);
     if (!s || !s->mw || s->mw->key != rkey) return false;
     Mw &mw = *s->mw;

@@ -26,6 +26,7 @@
 #include "transport/progress_engine.h"
 #include "transport/qp_listener.h"
 #include "transport/ud_flow.h"
+#include "verbs/key_cache.h"
 #include "verbs/mr.h"
 #include "verbs/parent_domain.h"
 #include "verbs/work_queue.h"
@@ -481,6 +482,7 @@ class Qp : public ibv_qp_ex,
     RecvWqe cur_recv_{};
     std::vector<Sge> cur_recv_sges_;
     ForeignStaging foreign_;
+    KeyCache keys_;  // the key checks of this QP's traffic (mu_)
     // What `softrdma stat`/`res` show of this QP (common/stats_page.h); written under mu_.
     stats::QpSlot *stats_ = stats::claim_qp();
     uint32_t cur_recv_msn_ = 0;

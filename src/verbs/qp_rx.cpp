@@ -145,7 +145,7 @@ bool Qp::place_write(const wire::SegmentHeader &h, transport::Placement &p) {
     MemView v;
     KeyCheck kc = KeyCheck::kAccess;
     if (access_ & IBV_ACCESS_REMOTE_WRITE)
-        kc = rkey_check(h.stag, pd_, qp_base.qp_num, h.to, h.payload_len, IBV_ACCESS_REMOTE_WRITE,
+        kc = keys_.remote(h.stag, pd_, qp_base.qp_num, h.to, h.payload_len, IBV_ACCESS_REMOTE_WRITE,
                         v);
     if (kc != KeyCheck::kOk) {
         responder_fail(wire::NakCode::kRemoteAccess, wire::kTermEtypeRemoteProtection,
@@ -257,7 +257,7 @@ bool Qp::handle_read_request(std::span<const uint8_t> payload) {
     if (r.length) {
         KeyCheck kc = KeyCheck::kAccess;
         if (access_ & IBV_ACCESS_REMOTE_READ)
-            kc = rkey_check(r.src_stag, pd_, qp_base.qp_num, r.src_to, r.length,
+            kc = keys_.remote(r.src_stag, pd_, qp_base.qp_num, r.src_to, r.length,
                             IBV_ACCESS_REMOTE_READ, v);
         if (kc != KeyCheck::kOk) {
             responder_fail(wire::NakCode::kRemoteAccess, wire::kTermEtypeRemoteProtection,
@@ -299,7 +299,7 @@ bool Qp::handle_atomic_request(const wire::SegmentHeader &h, std::span<const uin
     // ATOMIC WRITE needs write rights, the others atomic ones (as rxe checks them).
     const int need =
         r.op == wire::AtomicOp::kWrite ? IBV_ACCESS_REMOTE_WRITE : IBV_ACCESS_REMOTE_ATOMIC;
-    if (access_ & need) kc = rkey_check(r.stag, pd_, qp_base.qp_num, r.to, 8, need, v);
+    if (access_ & need) kc = keys_.remote(r.stag, pd_, qp_base.qp_num, r.to, 8, need, v);
     if (kc != KeyCheck::kOk) {
         responder_fail(wire::NakCode::kRemoteAccess, wire::kTermEtypeRemoteProtection,
                        wire::kTermEcodeAccessRights);
@@ -353,7 +353,7 @@ bool Qp::handle_atomic_response(const wire::SegmentHeader &h, std::span<const ui
         MemView mv;
         if (w.opcode == IBV_WR_ATOMIC_WRITE) {
             // Nothing comes back to place: the response only says it was done.
-        } else if (mr_check(sg.lkey, pd_, sg.addr, 8, IBV_ACCESS_LOCAL_WRITE, mv) !=
+        } else if (keys_.local(sg.lkey, pd_, sg.addr, 8, IBV_ACCESS_LOCAL_WRITE, mv) !=
                    KeyCheck::kOk) {
             w.status = IBV_WC_LOC_PROT_ERR;
             fatal_pending_ = true;

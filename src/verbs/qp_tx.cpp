@@ -164,7 +164,7 @@ bool Qp::sge_iov(const Sge *sges, uint32_t n, uint64_t off, uint64_t len, iovec 
         }
         const uint64_t k = std::min<uint64_t>(len, sges[i].length - off);
         MemView v;
-        if (mr_check(sges[i].lkey, pd_, sges[i].addr + off, k, access, v) != KeyCheck::kOk)
+        if (keys_.local(sges[i].lkey, pd_, sges[i].addr + off, k, access, v) != KeyCheck::kOk)
             return false;
         if (cnt == max || cnt == kMaxForeignIov) return false;
         if (v.foreign && !foreign_.any) {
@@ -210,7 +210,7 @@ bool Qp::emit_wqe(transport::TxBatch &b, SendWqe &w, uint32_t slot) {
                                    : 0;
             for (uint32_t i = 0; i < w.num_sge; ++i) {
                 MemView v;
-                if (sg[i].length && mr_check(sg[i].lkey, pd_, sg[i].addr, sg[i].length, access,
+                if (sg[i].length && keys_.local(sg[i].lkey, pd_, sg[i].addr, sg[i].length, access,
                                              v) != KeyCheck::kOk) {
                     return local_protection_error(w);
                 }
@@ -349,7 +349,7 @@ bool Qp::emit_wqe(transport::TxBatch &b, SendWqe &w, uint32_t slot) {
                 r.op = wire::AtomicOp::kWrite;
                 if (!w.is_inline) {  // the 8 bytes are read now, after the key check above
                     MemView v;
-                    if (mr_check(sg[0].lkey, pd_, sg[0].addr, 8, 0, v) != KeyCheck::kOk) {
+                    if (keys_.local(sg[0].lkey, pd_, sg[0].addr, 8, 0, v) != KeyCheck::kOk) {
                         return local_protection_error(w);
                     }
                     if (v.foreign) {

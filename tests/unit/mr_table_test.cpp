@@ -5,11 +5,16 @@
 
 #include <infiniband/verbs.h>
 
+#include <chrono>
 #include <cstdint>
+#include <future>
 #include <memory>
+#include <shared_mutex>
 #include <set>
 #include <vector>
 
+#include "verbs/key_cache.h"
+#include "verbs/key_table.h"
 #include "verbs/mr.h"
 #include "verbs/pd.h"
 
@@ -244,6 +249,99 @@ TEST_F(MrTable, ZeroLengthNeedsOnlyAValidKey) {
     EXPECT_EQ(check(a.key(), &pd_, 0, 0, IBV_ACCESS_REMOTE_WRITE), KeyCheck::kOk);
     EXPECT_EQ(check(a.key(), &other_pd_, va(), 0, IBV_ACCESS_REMOTE_READ), KeyCheck::kOk);
     EXPECT_EQ(check(a.key() ^ 1, &pd_, va(), 0, 0), KeyCheck::kBadKey);
+}
+
+// ------------------------------------------------------------- remembered checks (KeyCache)
+
+// A QP remembers the regions its checks resolved; every answer must stay the table's answer
+// after each kind of change, as if it had looked again.
+TEST_F(MrTable, RememberedCheckFollowsEveryChange) {
+    KeyCache cache;
+    MemView v{nullptr};
+    Region r(&pd_, base(), va(), 4096, kAllAccess);
+    ASSERT_TRUE(r.added());
+    ASSERT_EQ(cache.local(r.key(), &pd_, va() + 8, 8, IBV_ACCESS_LOCAL_WRITE, v), KeyCheck::kOk);
+    EXPECT_EQ(v.host, base() + 8);
+    ASSERT_EQ(cache.remote(r.key(), &pd_, 0, va(), 64, IBV_ACCESS_REMOTE_WRITE, v), KeyCheck::kOk);
+
+    // Rights taken away (ibv_rereg_mr with IBV_REREG_MR_CHANGE_ACCESS).
+    MrChange no_write;
+    no_write.access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ;
+    mr_table_change(&r.mr(), no_write);
+    EXPECT_EQ(cache.remote(r.key(), &pd_, 0, va(), 64, IBV_ACCESS_REMOTE_WRITE, v),
+              KeyCheck::kAccess);
+    EXPECT_EQ(cache.remote(r.key(), &pd_, 0, va(), 64, IBV_ACCESS_REMOTE_READ, v), KeyCheck::kOk);
+
+    // Moved to another PD.
+    MrChange pd_move;
+    pd_move.pd = &other_pd_;
+    mr_table_change(&r.mr(), pd_move);
+    EXPECT_EQ(cache.local(r.key(), &pd_, va(), 8, 0, v), KeyCheck::kBadPd);
+    EXPECT_EQ(cache.local(r.key(), &other_pd_, va(), 8, 0, v), KeyCheck::kOk);
+
+    // Moved to other memory, shorter: the old range is out of bounds, the new one resolves.
+    std::vector<uint8_t> other(1024);
+    MrChange moved;
+    moved.host = other.data();
+    moved.length = other.size();
+    mr_table_change(&r.mr(), moved);
+    EXPECT_EQ(cache.local(r.key(), &other_pd_, va(), 8, 0, v), KeyCheck::kBounds);
+    const uint64_t nva = uint64_t(reinterpret_cast<uintptr_t>(other.data()));
+    ASSERT_EQ(cache.local(r.key(), &other_pd_, nva + 16, 8, 0, v), KeyCheck::kOk);
+    EXPECT_EQ(v.host, other.data() + 16);
+
+    // Gone, and its slot taken by a new registration: the old key is no key at all.
+    const uint32_t old = r.key();
+    r.deregister();
+    EXPECT_EQ(cache.local(old, &other_pd_, nva, 8, 0, v), KeyCheck::kBadKey);
+    EXPECT_EQ(cache.remote(old, &other_pd_, 0, nva, 8, IBV_ACCESS_REMOTE_READ, v),
+              KeyCheck::kBadKey);
+    Region again(&pd_, base(), va(), 4096, kAllAccess);
+    ASSERT_TRUE(again.added());
+    EXPECT_EQ(cache.local(old, &pd_, va(), 8, 0, v), KeyCheck::kBadKey);
+    EXPECT_EQ(cache.local(again.key(), &pd_, va(), 8, 0, v), KeyCheck::kOk);
+}
+
+// Three regions through a cache of two: each answer is still right when its entry was evicted.
+TEST_F(MrTable, RememberedChecksOfManyRegionsStayRight) {
+    KeyCache cache;
+    std::vector<uint8_t> b1(256), b2(256), b3(256);
+    auto va_of = [](std::vector<uint8_t> &b) {
+        return uint64_t(reinterpret_cast<uintptr_t>(b.data()));
+    };
+    Region r1(&pd_, b1.data(), va_of(b1), b1.size(), kAllAccess);
+    Region r2(&pd_, b2.data(), va_of(b2), b2.size(), IBV_ACCESS_LOCAL_WRITE);
+    Region r3(&other_pd_, b3.data(), va_of(b3), b3.size(), kAllAccess);
+    MemView v{nullptr};
+    for (int round = 0; round < 3; ++round) {
+        ASSERT_EQ(cache.local(r1.key(), &pd_, va_of(b1) + 1, 4, 0, v), KeyCheck::kOk);
+        EXPECT_EQ(v.host, b1.data() + 1);
+        EXPECT_EQ(cache.remote(r2.key(), &pd_, 0, va_of(b2), 4, IBV_ACCESS_REMOTE_WRITE, v),
+                  KeyCheck::kAccess);
+        ASSERT_EQ(cache.local(r2.key(), &pd_, va_of(b2) + 2, 4, 0, v), KeyCheck::kOk);
+        EXPECT_EQ(v.host, b2.data() + 2);
+        EXPECT_EQ(cache.local(r3.key(), &pd_, va_of(b3), 4, 0, v), KeyCheck::kBadPd);
+        EXPECT_EQ(cache.local(r3.key(), &other_pd_, va_of(b3), 257, 0, v), KeyCheck::kBounds);
+        EXPECT_EQ(cache.local(r1.key() ^ 0x100, &pd_, va_of(b1), 4, 0, v), KeyCheck::kBadKey);
+    }
+}
+
+// The point of remembering: a check of a known region takes no lock. It completes while
+// another thread holds the table's lock exclusively (without changing anything).
+TEST_F(MrTable, RememberedCheckTakesNoLock) {
+    KeyCache cache;
+    MemView v{nullptr};
+    Region r(&pd_, base(), va(), 4096, kAllAccess);
+    ASSERT_EQ(cache.local(r.key(), &pd_, va(), 8, 0, v), KeyCheck::kOk);
+    std::unique_lock held(key_table().mu);
+    auto done = std::async(std::launch::async, [&] {
+        MemView w{nullptr};
+        return cache.local(r.key(), &pd_, va() + 4, 4, 0, w);
+    });
+    const bool finished = done.wait_for(std::chrono::seconds(5)) == std::future_status::ready;
+    held.unlock();  // let a blocked check finish either way
+    EXPECT_TRUE(finished);
+    EXPECT_EQ(done.get(), KeyCheck::kOk);
 }
 
 }  // namespace
