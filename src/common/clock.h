@@ -2,6 +2,7 @@
 #pragma once
 #include <time.h>
 
+#include <atomic>
 #include <cstdint>
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -29,25 +30,54 @@ inline bool tsc_invariant() {
 }
 #endif
 
-// The clock of the library's timers, windows and activity stamps: CLOCK_MONOTONIC, at most
-// about half a microsecond old. The data path reads it on every post and every poll, and
-// clock_gettime costs ~24 ns on these VMs against ~10 for a TSC read, so a thread reuses its
-// last kernel reading until the TSC has moved kReuseTicks on (under 0.5 µs at any TSC above
-// 2 GHz; the shortest window here is 50 µs). Per thread, so it never runs backwards for its
-// caller; a thread moved to a CPU whose TSC lags sees a huge difference and reads afresh.
+namespace clock_detail {
+// A thread's last reading of the kernel's clock, with the TSC when it was taken.
+struct Anchor {
+    uint64_t tsc = 0, ns = 0;
+    uint64_t out = 0;                    // the last value returned: never returned smaller
+    uint64_t base_tsc = 0, base_ns = 0;  // its first undisturbed reading, to learn the rate from
+};
+// Nanoseconds per TSC tick, 32.32 fixed point (0: not learnt yet), and the span of ticks it
+// was learnt over: the longest any thread has seen, so it only gets more exact.
+struct TscRate {
+    std::atomic<uint64_t> q32{0};
+    std::atomic<uint64_t> span{0};
+};
+inline TscRate tsc_rate;
+inline thread_local Anchor anchor;
+constexpr uint64_t kReuseTicks = 1024;
+// How far a reading is carried on by the TSC before the kernel is asked again (~1.6 ms at
+// 2.6 GHz): with a rate learnt over at least kMinSpanTicks from readings at most
+// kTightTicks apart from their TSC, it drifts at most ~kAnchorTicks / 2^15 ticks (~50 ns).
+constexpr uint64_t kAnchorTicks = uint64_t(1) << 22;
+constexpr uint64_t kMinSpanTicks = uint64_t(1) << 26;
+constexpr uint64_t kTightTicks = 2048;
+uint64_t reanchor(uint64_t tsc);  // common/clock.cpp
+}  // namespace clock_detail
+
+// The clock of the library's timers, windows and activity stamps: CLOCK_MONOTONIC to within
+// ~0.1 µs. The data path reads it on every post and every poll, and clock_gettime costs
+// ~23 ns on these VMs against ~10 for a TSC read. So a thread reads the kernel's clock about
+// every 1.6 ms and carries that reading on with the TSC, at the rate learnt from two of its
+// readings at least ~25 ms apart (until then, it reuses a reading for 1024 ticks, under
+// 0.5 µs at any TSC above 2 GHz, and reads afresh after). Per thread, and never backwards for
+// its caller; a thread moved to a CPU whose TSC lags sees a huge difference and reads afresh.
 inline uint64_t now_ns() {
 #if defined(__x86_64__)
-    constexpr uint64_t kReuseTicks = 1024;
-    struct Last {
-        uint64_t tsc = 0, ns = 0;
-    };
-    static thread_local Last last;
+    using namespace clock_detail;
     if (tsc_invariant()) {
+        Anchor &a = anchor;
         const uint64_t t = __rdtsc();
-        if (t - last.tsc < kReuseTicks) return last.ns;
-        last.tsc = t;
-        last.ns = clock_ns();
-        return last.ns;
+        const uint64_t d = t - a.tsc;
+        if (d < kAnchorTicks) {
+            if (const uint64_t q = tsc_rate.q32.load(std::memory_order_relaxed)) {
+                const uint64_t v = a.ns + ((d * q) >> 32);
+                if (v > a.out) a.out = v;
+                return a.out;
+            }
+            if (d < kReuseTicks) return a.out;
+        }
+        return reanchor(t);
     }
 #endif
     return clock_ns();

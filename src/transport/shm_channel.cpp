@@ -89,26 +89,39 @@ int64_t take_chunks(ShmRing &r, ShmChunkCursor &c, pid_t writer, const iovec *v,
     while (idx < cnt) {
         if (!c.left) {
             uint8_t h[kRefChunk];
-            iovec hv{h, kChunkHeader};
-            const int64_t n = r.take(&hv, 1);
-            if (n < 0) return errno = EPROTO, -1;
-            if (n == 0) break;
             // A writer publishes a chunk's header with its body: a short one is corrupt.
+            const int hs = r.take_exact(h, kChunkHeader);
+            if (hs == 0) break;
             const uint32_t word = uint32_t(get_le(h, 4));
             c.ref = word & kChunkRef;
             c.left = word & kChunkLenMask;
-            if (n != int64_t(kChunkHeader) || !c.left) return errno = EPROTO, -1;
+            if (hs < 0 || !c.left) return errno = EPROTO, -1;
             if (c.ref) {
-                hv = {h + kChunkHeader, 8};
-                if (r.take(&hv, 1) != 8) return errno = EPROTO, -1;
+                if (r.take_exact(h + kChunkHeader, 8) != 1) return errno = EPROTO, -1;
                 c.addr = get_le(h + kChunkHeader, 8);
             }
         }
         if (c.ref && !direct && total) break;  // see the header: straight to the destination
+        int64_t got;
+        if (!c.ref && idx == cnt - 1) {
+            // One piece left (a staging buffer, most often): no slicing.
+            const size_t room = v[idx].iov_len - off;
+            if (!room) break;
+            got = r.take_one(static_cast<uint8_t *>(v[idx].iov_base) + off,
+                             std::min<uint64_t>(c.left, room));
+            if (got <= 0) return errno = EPROTO, -1;  // the body was published with its header
+            c.left -= uint64_t(got);
+            total += got;
+            off += size_t(got);
+            if (off == v[idx].iov_len) {
+                ++idx;
+                off = 0;
+            }
+            continue;
+        }
         iovec part[16];
         const int k = slice(v, cnt, idx, off, c.left, part, 16);
         if (!k) break;  // only empty pieces left
-        int64_t got;
         if (c.ref) {
             const iovec remote{reinterpret_cast<void *>(uintptr_t(c.addr)),
                                size_t(std::min<uint64_t>(c.left, SIZE_MAX))};

@@ -103,6 +103,32 @@ int64_t ShmRing::take(const iovec *iov, int cnt) {
     return int64_t(pos - tail);
 }
 
+int64_t ShmRing::take_one(void *dst, uint64_t len) {
+    const uint64_t tail = rpos_;
+    if (seen_head_ - tail < len) seen_head_ = ctl_->head.load(std::memory_order_acquire);
+    const uint64_t avail = seen_head_ - tail;
+    if (avail > cap_) return -1;
+    const uint64_t n = std::min(len, avail);
+    const uint64_t a = at(tail);
+    const uint64_t k = std::min(n, cap_ - a);
+    AppMemoryAccess app;  // places into registered memory
+    std::memcpy(dst, data_ + a, k);
+    if (k < n) std::memcpy(static_cast<uint8_t *>(dst) + k, data_, n - k);
+    rpos_ = tail + n;
+    return int64_t(n);
+}
+
+int ShmRing::take_exact(uint8_t *dst, uint64_t n) {
+    const uint64_t tail = rpos_;
+    if (seen_head_ - tail < n) seen_head_ = ctl_->head.load(std::memory_order_acquire);
+    const uint64_t avail = seen_head_ - tail;
+    if (avail == 0) return 0;
+    if (avail > cap_ || avail < n) return -1;
+    for (uint64_t i = 0; i < n; ++i) dst[i] = data_[at(tail + i)];  // a few bytes: no call
+    rpos_ = tail + n;
+    return 1;
+}
+
 // A fresh head is loaded seq_cst (a plain load on x86) so that sleep can use this.
 bool ShmRing::readable() {
     if (seen_head_ != rpos_) return true;

@@ -369,3 +369,62 @@ TEST(ShmChunks, BadChunksAreErrors) {
         EXPECT_EQ(errno, ESRCH);
     }
 }
+
+// A small ring wraps many times under the reader: chunk headers and bodies cut by the ring's
+// end, reads into one piece (a staging buffer) and into several (a scatter list), of every
+// size. The stream comes out whole and in order.
+TEST(ShmChunks, ReadsAcrossTheRingsEndIntoOneOrManyPieces) {
+    Ring r(97);  // not a power of two, and no multiple of a header: every offset occurs
+    std::mt19937 rng(11);
+    std::vector<uint8_t> sent, got;
+    ShmChunkCursor c;
+    ShmRefRule literal;
+    for (int round = 0; round < 4000 && got.size() < 60000; ++round) {
+        std::vector<uint8_t> p(1 + rng() % 40);
+        for (auto &b : p) b = uint8_t(rng());
+        iovec v{p.data(), p.size()};
+        const int64_t w = shm_write_chunks(r.ring, &v, 1, literal);
+        ASSERT_GE(w, 0);
+        sent.insert(sent.end(), p.begin(), p.begin() + w);
+        uint8_t a[64], b[5];
+        const size_t want = 1 + rng() % 60;
+        iovec d[2] = {{a, want}, {b, sizeof b}};
+        const int pieces = 1 + int(rng() % 2);
+        const int64_t n = shm_read_chunks(r.ring, c, getpid(), d, pieces, true);
+        ASSERT_GE(n, 0);
+        const size_t first = std::min<size_t>(size_t(n), want);
+        got.insert(got.end(), a, a + first);
+        got.insert(got.end(), b, b + (size_t(n) - first));
+    }
+    for (int guard = 0; guard < 1000 && got.size() < sent.size(); ++guard) {
+        uint8_t a[64];
+        iovec d{a, sizeof a};
+        const int64_t n = shm_read_chunks(r.ring, c, getpid(), &d, 1, true);
+        ASSERT_GE(n, 0);
+        got.insert(got.end(), a, a + n);
+    }
+    ASSERT_GT(sent.size(), 20000u);
+    EXPECT_EQ(got, sent);
+}
+
+// A header cut short (fewer than its 4 bytes published) or a reference without its address
+// is corrupt, wherever the ring's end falls.
+TEST(ShmChunks, ShortHeadersAreErrors) {
+    for (uint64_t start : {0u, 30u, 31u, 33u}) {
+        for (size_t len : {1u, 3u, 6u}) {  // 6: a reference's word and 2 of its 8 address bytes
+            Ring r(34);
+            std::string pad(start, 'x');
+            ASSERT_EQ(put(r.ring, pad), int64_t(start));
+            ASSERT_EQ(take(r.ring, start), pad);
+            const uint8_t bytes[6] = {16, 0, 0, 0x80, 1, 2};
+            iovec h{const_cast<uint8_t *>(bytes), len};
+            ASSERT_EQ(r.ring.write(&h, 1), int64_t(len));
+            uint8_t out[32];
+            iovec d{out, sizeof out};
+            ShmChunkCursor c;
+            errno = 0;
+            EXPECT_EQ(shm_read_chunks(r.ring, c, getpid(), &d, 1, true), -1) << start << " " << len;
+            EXPECT_EQ(errno, EPROTO);
+        }
+    }
+}
