@@ -77,7 +77,8 @@ bool Cq::push(const ibv_wc &wc, bool solicited) {
             overrun_ = true;
             return false;
         }
-        const size_t slot = (head_ + count_) % ring_.size();
+        size_t slot = head_ + count_;  // both below the size: no division per completion
+        if (slot >= ring_.size()) slot -= ring_.size();
         ring_[slot] = wc;
         if (stamps_) ts_[slot] = clock_ns();  // a clock read per completion only when asked for
         ++count_;
@@ -112,7 +113,7 @@ int Cq::pop(int n, ibv_wc *wc) {
     const int k = int(std::min<size_t>(size_t(n), count_));
     for (int i = 0; i < k; ++i) {
         wc[i] = ring_[head_];
-        head_ = (head_ + 1) % ring_.size();
+        if (++head_ == ring_.size()) head_ = 0;
     }
     count_ -= size_t(k);
     ready_.store(count_ != 0, std::memory_order_relaxed);

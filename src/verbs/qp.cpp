@@ -821,7 +821,7 @@ void Qp::retire_sends() {
         SendWqe &w = sq_[sq_head_];
         complete_send(w, w.status);
         if (w.status == IBV_WC_SUCCESS && fault_plan().active) roll_completion_faults();
-        sq_head_ = (sq_head_ + 1) % uint32_t(sq_.size());
+        if (++sq_head_ == uint32_t(sq_.size())) sq_head_ = 0;
         --sq_count_;
         --sq_tx_;
     }
@@ -837,7 +837,7 @@ void Qp::flush_all(Lock &) {
         ibv_wc_status st = w.done ? w.status : IBV_WC_WR_FLUSH_ERR;
         if (st == IBV_WC_SUCCESS && !w.done) st = IBV_WC_WR_FLUSH_ERR;
         complete_send(w, st);
-        sq_head_ = (sq_head_ + 1) % uint32_t(sq_.size());
+        if (++sq_head_ == uint32_t(sq_.size())) sq_head_ = 0;
         --sq_count_;
     }
     sq_tx_ = 0;

@@ -63,7 +63,8 @@ class RecvQueue {
 
     // Caller checked num_sge <= max_sge and !full().
     void push(const ibv_recv_wr &wr) {
-        const uint32_t slot = (head_ + count_) % depth();
+        uint32_t slot = head_ + count_;  // both below the depth: no division per post
+        if (slot >= depth()) slot -= depth();
         RecvWqe &w = wqes_[slot];
         w.wr_id = wr.wr_id;
         w.num_sge = uint32_t(wr.num_sge);
@@ -78,7 +79,7 @@ class RecvQueue {
     RecvWqe &front() { return wqes_[head_]; }
     const Sge *front_sges() const { return &sges_[size_t(head_) * max_sge_]; }
     void pop() {
-        head_ = (head_ + 1) % depth();
+        if (++head_ == depth()) head_ = 0;
         --count_;
     }
     // Moves every entry of `from` (oldest first) into this larger, empty queue: ibv_modify_srq
