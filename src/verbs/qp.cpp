@@ -616,8 +616,14 @@ int Qp::post_one_send(const ibv_send_wr &wr, Lock &) {
         return refuse(ENOMEM, "ibv_post_send", "the send queue is full (%zu work requests)",
                       sq_.size());
     const uint32_t slot = sq_slot(*this, sq_count_);
+    uint64_t before = 0;
+    if (sq_count_) {
+        const SendWqe &prev = sq_[sq_slot(*this, sq_count_ - 1)];
+        before = prev.bytes_before + prev.total_len;
+    }
     SendWqe &w = sq_[slot];
     w = SendWqe{};
+    w.bytes_before = before;
     w.wr_id = wr.wr_id;
     w.opcode = wr.opcode;
     w.flags = wr.send_flags;
@@ -744,14 +750,10 @@ bool Qp::defer_send(Lock &) {
         return false;
     const uint32_t waiting = sq_count_ - sq_tx_;  // this request included
     if (sq_tx_ < kBatchMinInFlight || waiting >= kBatchMaxWrs) return false;
-    // Runs on every post: walk the ring without a division per slot.
-    uint64_t bytes = 0;
-    const uint32_t size = uint32_t(sq_.size());
-    for (uint32_t i = 0, slot = sq_slot(*this, sq_tx_); i < waiting; ++i) {
-        bytes += sq_[slot].total_len;
-        if (++slot == size) slot = 0;
-    }
-    if (bytes > kBatchMaxBytes) return false;
+    // Runs on every post: no walk over the waiting requests.
+    const SendWqe &first = sq_[sq_slot(*this, sq_tx_)];
+    const SendWqe &last = sq_[sq_slot(*this, sq_count_ - 1)];
+    if (last.bytes_before + last.total_len - first.bytes_before > kBatchMaxBytes) return false;
     if (!poller_active(pass_ns_)) return false;
     // The flush timer wakes the engine thread, which on two CPUs preempts an application
     // thread: a stream of small posts paid one wake-up per batch or so, though the next

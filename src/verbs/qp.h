@@ -55,6 +55,9 @@ struct SendWqe {
     unsigned flags = 0;
     uint32_t num_sge = 0;
     uint64_t total_len = 0;
+    // The bytes of the requests posted before it that are still in the queue, counted from
+    // the oldest one's own: what a run of them holds is one subtraction (defer_send).
+    uint64_t bytes_before = 0;
     uint64_t remote_addr = 0;
     uint32_t rkey = 0;
     uint32_t imm_or_inv = 0;  // imm_data (network order as given) or invalidate rkey
