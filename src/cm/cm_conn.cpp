@@ -430,7 +430,7 @@ int dial(CmId &id) {
             } else if (r.err == ECONNREFUSED && !r.got_frame) {
                 // Nothing listens. A listener may be coming up this very moment (on RDMA,
                 // address resolution would have taken that long): retry briefly first.
-                if (now_ns() - c->dial_started_ns < kRefusedGraceNs) {
+                if (within_ns(now_ns(), c->dial_started_ns, kRefusedGraceNs)) {
                     transport::ProgressEngine::get().schedule(c, now_ns() + kRedialDelayNs);
                     return;
                 }

@@ -3,6 +3,8 @@
 
 #include <cstring>
 
+#include "common/clock.h"
+
 namespace softrdma::transport {
 namespace {
 
@@ -54,7 +56,10 @@ bool UdFlow::may_send(const uint8_t gid[16], uint32_t qpn, uint64_t now_ns, bool
         return true;
     }
     if (!d.blocked_since) d.blocked_since = now_ns;
-    if (now_ns - d.blocked_since < kWatchdogNs) return false;
+    // Stamps come from several threads' clocks, each a little ahead of the others at times: a
+    // stamp after `now_ns` is now, not an unsigned wrap to "long ago" (which released the
+    // window at once).
+    if (within_ns(now_ns, d.blocked_since, kWatchdogNs)) return false;
     d.unmetered = true;  // nobody grants: do not stall this peer's traffic any longer
     d.blocked_since = 0;
     if (released) *released = true;

@@ -54,6 +54,21 @@ TEST(UdFlow, WatchdogReleasesASilentPeerAndAGrantMetersItAgain) {
     EXPECT_EQ(send_all(f, g, 7, t0 + UdFlow::kWatchdogNs + 1), 16);
 }
 
+// The clock readings come from several threads (the application's posts, the engine's
+// passes), each carried on by its own TSC reading: one may be a little behind the stamp
+// another left. An earlier reading is "now", not an unsigned wrap to "ages ago" (that
+// released a stopped receiver's window at once).
+TEST(UdFlow, AReadingBehindTheBlockedStampDoesNotReleaseThePeer) {
+    UdFlow f;
+    Gid g;
+    const uint64_t t0 = 10 * kMs;
+    EXPECT_EQ(send_all(f, g, 7, t0), int(UdFlow::kInitialWindow));
+    EXPECT_FALSE(f.may_send(g.raw, 7, t0));  // blocked since t0
+    EXPECT_FALSE(f.may_send(g.raw, 7, t0 - 200));
+    EXPECT_FALSE(f.may_send(g.raw, 7, t0 + UdFlow::kWatchdogNs - 1));
+    EXPECT_TRUE(f.may_send(g.raw, 7, t0 + UdFlow::kWatchdogNs));
+}
+
 TEST(UdFlow, UnreachablePeerIsReleasedAtOnce) {
     UdFlow f;
     Gid g, other;
