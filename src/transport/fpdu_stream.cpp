@@ -125,7 +125,53 @@ bool recv_failed(ssize_t n, IoStatus &st) {
 
 }  // namespace
 
+bool FpduStream::open_ring_window() {
+    ShmRing &r = shm_->rx();
+    const uint8_t *p;
+    if (!rx_chunk_.left) {
+        // A literal chunk's word and at least its first byte, in one piece of the ring; the
+        // rest (a reference, a word cut by the ring's end, a bad word) takes the copying path,
+        // which judges it.
+        if (r.peek(p, kChunkHeader + 1) < kChunkHeader + 1) return false;
+        uint8_t w[kChunkHeader];
+        std::memcpy(w, p, sizeof w);  // read once: the peer can write the ring at any time
+        const uint32_t word = get_le32(w);
+        if ((word & kChunkRef) || !(word & kChunkLenMask)) return false;
+        r.skip(kChunkHeader);
+        rx_chunk_.ref = false;
+        rx_chunk_.left = word & kChunkLenMask;
+    } else if (rx_chunk_.ref) {
+        return false;
+    }
+    const uint64_t n = r.peek(p, rx_chunk_.left);
+    if (!n) return false;  // a word without its body: the copying path reports it
+    ring_win_ = p;
+    rd_ = 0;
+    wr_ = size_t(n);
+    return true;
+}
+
+// Takes what the parser read from the ring; what it did not (frames left for the next pass,
+// or the start of one the window's end cut) stays there.
+void FpduStream::close_ring_window() {
+    ShmRing &r = shm_->rx();
+    r.skip(rd_);
+    rx_chunk_.left -= rd_;
+    r.release();
+    ring_win_ = nullptr;
+    rd_ = wr_ = 0;
+    if (r.take_writer_wake()) kick_peer();
+}
+
 bool FpduStream::refill(IoStatus &st) {
+    // A window the parser wants more than: the frame its end cut (at the ring's end, or the
+    // chunk's) is copied to the staging buffer below, where the rest of it joins it.
+    bool window = true;
+    if (ring_win_) {
+        window = staged() == 0;
+        close_ring_window();
+    }
+    if (rx_shm_ && window && rd_ == wr_ && open_ring_window()) return true;
     if (!stage_) {
         // Allocated when the first bytes arrive (not zero-filled): a connection opened and
         // closed without data costs nothing here.
@@ -403,15 +449,21 @@ bool FpduStream::shm_wait_room() {
 }
 
 IoStatus FpduStream::pump_rx(StreamHandler &h, int max_segments, bool &progressed) {
+    const IoStatus st = parse_rx(h, max_segments, progressed);
+    if (ring_win_) close_ring_window();  // what was read leaves the ring; a cut frame waits
+    return st;
+}
+
+IoStatus FpduStream::parse_rx(StreamHandler &h, int max_segments, bool &progressed) {
     progressed = false;
     int handled = 0;
     IoStatus st = IoStatus::kOk;
     for (;;) {
         switch (rx_state_) {
             case RxState::kHeader: {
-                const auto r = wire::decode_segment_header({stage_.get() + rd_, staged()}, hdr_);
+                const auto r = wire::decode_segment_header({rx_at(), staged()}, hdr_);
                 if (r.status == wire::DecodeStatus::kMalformed)
-                    return fault(wire::terminate_for_bad_header({stage_.get() + rd_, staged()}));
+                    return fault(wire::terminate_for_bad_header({rx_at(), staged()}));
                 if (r.status == wire::DecodeStatus::kNeedMore) {
                     // Everything read so far is handled: report it now rather than spend a
                     // recv() that most likely finds nothing before the caller sees it.
@@ -421,7 +473,7 @@ IoStatus FpduStream::pump_rx(StreamHandler &h, int max_segments, bool &progresse
                     if (!refill(st)) return st;
                     continue;
                 }
-                if (crc_) rx_crc_ = wire::crc32c(0, stage_.get() + rd_, r.header_len);
+                if (crc_) rx_crc_ = wire::crc32c(0, rx_at(), r.header_len);
                 rd_ += r.header_len;
                 // Only the count says which pieces are valid: no 0.5 KiB clear per frame.
                 place_.kind = Placement::Kind::kScratch;
@@ -458,7 +510,7 @@ IoStatus FpduStream::pump_rx(StreamHandler &h, int max_segments, bool &progresse
                 while (payload_left_) {
                     if (staged()) {
                         const size_t n = std::min(staged(), payload_left_);
-                        const uint8_t *src = stage_.get() + rd_;
+                        const uint8_t *src = rx_at();
                         if (crc_) rx_crc_ = wire::crc32c(rx_crc_, src, n);
                         place_bytes(place_, place_idx_, place_off_, src, n, scratch_, scratch_len_);
                         rd_ += n;
@@ -466,6 +518,7 @@ IoStatus FpduStream::pump_rx(StreamHandler &h, int max_segments, bool &progresse
                         continue;
                     }
                     if (place_.kind == Placement::Kind::kIov && payload_left_ >= kDirectThreshold) {
+                        if (ring_win_) close_ring_window();  // the read goes on from its end
                         const size_t before = payload_left_;
                         st = finish_payload_from_socket();
                         if (st != IoStatus::kOk) return st;
@@ -484,7 +537,7 @@ IoStatus FpduStream::pump_rx(StreamHandler &h, int max_segments, bool &progresse
                 }
                 if (crc_) {
                     const size_t pad = trailer_len_ - wire::kCrcLen;
-                    const uint8_t *t = stage_.get() + rd_;
+                    const uint8_t *t = rx_at();
                     const uint32_t c = wire::crc32c(rx_crc_, t, pad);
                     if (c != get_le32(t + pad))
                         return fault({wire::TermLayer::kMpa, 0, wire::kTermEcodeMpaCrc});

@@ -164,8 +164,17 @@ class FpduStream {
 
   private:
     enum class RxState { kHeader, kPayload, kTrailer };
+    IoStatus parse_rx(StreamHandler &h, int max_segments, bool &progressed);
     bool refill(IoStatus &st);
     size_t staged() const { return wr_ - rd_; }
+    // The bytes the parser reads: the staging buffer, or a window onto the ring.
+    const uint8_t *rx_at() const { return (ring_win_ ? ring_win_ : stage_.get()) + rd_; }
+    // On the ring the parser reads a literal chunk where it lies, without copying it to the
+    // staging buffer first; the bytes it read are taken from the ring when the window closes,
+    // and a frame the window's end cut is read again through the staging buffer.
+    bool open_ring_window();
+    void close_ring_window();
+    const uint8_t *ring_win_ = nullptr;
     IoStatus fault(const wire::TerminatePayload &t);
     static constexpr wire::TerminatePayload kUnspecifiedFault{
         wire::TermLayer::kRdmap, wire::kTermEtypeRemoteOperation, wire::kTermEcodeUnspecified};

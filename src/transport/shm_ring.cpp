@@ -129,6 +129,16 @@ int ShmRing::take_exact(uint8_t *dst, uint64_t n) {
     return 1;
 }
 
+uint64_t ShmRing::peek(const uint8_t *&p, uint64_t max) {
+    const uint64_t tail = rpos_;
+    if (seen_head_ - tail < max) seen_head_ = ctl_->head.load(std::memory_order_acquire);
+    const uint64_t avail = seen_head_ - tail;
+    if (avail > cap_) return 0;
+    const uint64_t a = at(tail);
+    p = data_ + a;
+    return std::min({avail, max, cap_ - a});
+}
+
 // A fresh head is loaded seq_cst (a plain load on x86) so that sleep can use this.
 bool ShmRing::readable() {
     if (seen_head_ != rpos_) return true;

@@ -63,11 +63,16 @@ class ShmRing {
     // that was taken, in one store: a reader that takes a chunk's header and then its body
     // publishes once (each publication is a full fence, and the producer's cache line moves).
     int64_t take(const iovec *iov, int cnt);
-    // take() into one piece, and of exactly `n` (at most 8) bytes: 1 if taken, 0 if nothing
-    // is readable, -1 if fewer than `n` are (a unit cut short) or the index is impossible.
-    // What the chunk reader spends most of its calls on.
+    // take() into one piece (what the chunk reader does most); and take_exact() of exactly
+    // `n` (a few) bytes: 1 if taken, 0 if nothing is readable, -1 if fewer than `n` are (a
+    // unit cut short) or the index is impossible.
     int64_t take_one(void *dst, uint64_t len);
     int take_exact(uint8_t *dst, uint64_t n);
+    // The next readable bytes where they lie in the ring, without taking them: at most `max`,
+    // and no further than the ring's end. 0 if none, or if the head is impossible (the next
+    // take() says so). skip() then takes `n` of them without a copy; release() as for take().
+    uint64_t peek(const uint8_t *&p, uint64_t max);
+    void skip(uint64_t n) { rpos_ += n; }
     void release();
     bool readable();
     // About to sleep: asks the producer for a wake-up after its next write. True if there is
