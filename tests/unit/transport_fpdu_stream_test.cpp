@@ -2,10 +2,7 @@
 // The FPDU stream over a socket pair, both ends real: the receiver's staging buffer starts
 // small and grows in the middle of traffic, and streams share their thread's TX batch except
 // while output waits in one.
-#include <arpa/inet.h>
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -18,6 +15,7 @@
 
 #include "transport/fpdu_stream.h"
 #include "transport/shm_link.h"
+#include "tcp_pair.h"
 
 using namespace softrdma;
 using namespace softrdma::transport;
@@ -190,24 +188,6 @@ TEST(FpduStream, BlockedOutputKeepsItsBatchWhileOthersSend) {
     EXPECT_EQ(slow.r.bytes, 64u * 4000);
 }
 
-// A connected loopback TCP pair (a same-host link checks its connection's endpoints).
-std::pair<UniqueFd, UniqueFd> tcp_pair() {
-    UniqueFd l(socket(AF_INET, SOCK_STREAM, 0));
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    EXPECT_EQ(bind(l.get(), reinterpret_cast<sockaddr *>(&a), len), 0);
-    EXPECT_EQ(listen(l.get(), 1), 0);
-    EXPECT_EQ(getsockname(l.get(), reinterpret_cast<sockaddr *>(&a), &len), 0);
-    UniqueFd c(socket(AF_INET, SOCK_STREAM, 0));
-    EXPECT_EQ(connect(c.get(), reinterpret_cast<sockaddr *>(&a), len), 0);
-    UniqueFd s(accept4(l.get(), nullptr, nullptr, SOCK_NONBLOCK));
-    const int fl = fcntl(c.get(), F_GETFL);
-    fcntl(c.get(), F_SETFL, fl | O_NONBLOCK);
-    return {std::move(c), std::move(s)};
-}
-
 // On shared memory the receiver parses the ring's bytes where they lie. Small rings (64 KiB,
 // the least) wrap many times; frames of every size (some read straight into place), with and
 // without CRC, and a receiver that handles only a few frames per pass (the rest wait in the
@@ -216,7 +196,8 @@ TEST(FpduStream, RingFramesAreReadInPlaceAcrossChunkAndRingEnds) {
     ASSERT_EQ(setenv("SOFTRDMA_SHM_RING_KB", "64", 1), 0);
     for (bool crc : {false, true}) {
         for (int per_pass : {1, 3, 64}) {
-            auto [a, b] = tcp_pair();
+            TcpPair p(true);
+            UniqueFd a = std::move(p.client), b = std::move(p.server);
             auto offer = ShmLink::create(a.get());
             ASSERT_TRUE(offer);
             ShmLink::OpenError err;

@@ -20,6 +20,7 @@
 #include "transport/shm_channel.h"
 #include "transport/shm_link.h"
 #include "transport/shm_ring.h"
+#include "tcp_pair.h"
 
 using namespace softrdma;
 using namespace softrdma::transport;
@@ -45,24 +46,6 @@ std::string take(ShmRing &r, size_t n) {
     s.resize(k < 0 ? 0 : size_t(k));
     return s;
 }
-
-// A connected loopback TCP pair.
-struct TcpPair {
-    TcpPair() {
-        UniqueFd l(socket(AF_INET, SOCK_STREAM, 0));
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        socklen_t len = sizeof a;
-        EXPECT_EQ(bind(l.get(), reinterpret_cast<sockaddr *>(&a), len), 0);
-        EXPECT_EQ(listen(l.get(), 4), 0);
-        EXPECT_EQ(getsockname(l.get(), reinterpret_cast<sockaddr *>(&a), &len), 0);
-        client.reset(socket(AF_INET, SOCK_STREAM, 0));
-        EXPECT_EQ(connect(client.get(), reinterpret_cast<sockaddr *>(&a), len), 0);
-        server.reset(accept(l.get(), nullptr, nullptr));
-    }
-    UniqueFd client, server;
-};
 
 }  // namespace
 
