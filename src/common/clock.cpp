@@ -8,10 +8,20 @@ namespace softrdma::clock_detail {
 #if defined(__x86_64__)
 uint64_t reanchor(uint64_t tsc) {
     Anchor &a = anchor;
-    const uint64_t ns = clock_ns();
-    // A reading whose two TSC values lie far apart was interrupted: fine as a time, but too
-    // loose to learn the rate from.
-    const bool tight = __rdtsc() - tsc < kTightTicks;
+    // The kernel's reading lies somewhere between the TSC values read before and after it:
+    // with them close (not interrupted, not slowed), their middle is its TSC to within half
+    // their distance. An interrupted one is read again, a few times; if none comes close, the
+    // later TSC value stands for it, so the clock carried on from it can only lag.
+    uint64_t ns = 0, at = tsc, before = tsc;
+    bool tight = false;
+    for (int attempt = 0; attempt < 4 && !tight; ++attempt) {
+        if (attempt) before = __rdtsc();
+        ns = clock_ns();
+        const uint64_t after = __rdtsc();
+        tight = after - before < kTightTicks;
+        at = tight ? before + (after - before) / 2 : after;
+    }
+    tsc = at;
     if (tight && !a.base_tsc) {
         a.base_tsc = tsc;
         a.base_ns = ns;

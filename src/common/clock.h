@@ -47,11 +47,13 @@ inline TscRate tsc_rate;
 inline thread_local Anchor anchor;
 constexpr uint64_t kReuseTicks = 1024;
 // How far a reading is carried on by the TSC before the kernel is asked again (~1.6 ms at
-// 2.6 GHz): with a rate learnt over at least kMinSpanTicks from readings at most
-// kTightTicks apart from their TSC, it drifts at most ~kAnchorTicks / 2^15 ticks (~50 ns).
+// 2.6 GHz). A reading counts as placed on the TSC when the TSC values read around it lie
+// under kTightTicks apart (it is then within half of that, ~0.1 µs), and the rate comes from
+// two such readings at least kMinSpanTicks apart: carried on, it drifts at most
+// ~kAnchorTicks / 2^17 ticks (~15 ns) more.
 constexpr uint64_t kAnchorTicks = uint64_t(1) << 22;
 constexpr uint64_t kMinSpanTicks = uint64_t(1) << 26;
-constexpr uint64_t kTightTicks = 2048;
+constexpr uint64_t kTightTicks = 512;
 uint64_t reanchor(uint64_t tsc);  // common/clock.cpp
 }  // namespace clock_detail
 

@@ -286,7 +286,7 @@ size_t FpduStream::encode_frame(const wire::SegmentHeader &h, std::span<const ui
                                 uint8_t *f) const {
     const size_t hl = wire::encode_segment_header(h, f);
     size_t n = hl;
-    std::memcpy(f + n, payload.data(), payload.size());
+    if (!payload.empty()) std::memcpy(f + n, payload.data(), payload.size());
     n += payload.size();
     const size_t pad = wire::pad_len(hl, payload.size());
     std::memset(f + n, 0, pad);
