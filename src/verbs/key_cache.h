@@ -30,7 +30,7 @@ class KeyCache {
                    uint64_t len, int access, MemView &out);
     struct Entry {
         uint64_t epoch = 0;  // the table's epochs start at 1: an empty entry never matches
-        Mr mr;               // a copy: the checks read nothing else of the region
+        Mr mr;               // the fields the checks read (copy_checked), copied from the region
     };
     std::array<Entry, 2> e_{};
     unsigned next_ = 0;

@@ -63,7 +63,8 @@ void mr_table_change(Mr *mr, const MrChange &c);
 // match here: a window is reached only by remote access.
 KeyCheck mr_check(uint32_t key, const Pd *pd, uint64_t iova, uint64_t len, int access,
                   MemView &out);
-// The region's own checks (PD, rights, bounds) once its key has matched. Key table lock held.
+// The region's own checks (PD, rights, bounds) once its key has matched. Key table lock held,
+// or on KeyCache's copy of the fields it reads (key_cache.cpp: copy_checked).
 KeyCheck mr_range(const Mr &mr, const Pd *pd, uint64_t iova, uint64_t len, int access,
                   MemView &out);
 
