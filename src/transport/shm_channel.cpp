@@ -102,26 +102,10 @@ int64_t take_chunks(ShmRing &r, ShmChunkCursor &c, pid_t writer, const iovec *v,
             }
         }
         if (c.ref && !direct && total) break;  // see the header: straight to the destination
-        int64_t got;
-        if (!c.ref && idx == cnt - 1) {
-            // One piece left (a staging buffer, most often): no slicing.
-            const size_t room = v[idx].iov_len - off;
-            if (!room) break;
-            got = r.take_one(static_cast<uint8_t *>(v[idx].iov_base) + off,
-                             std::min<uint64_t>(c.left, room));
-            if (got <= 0) return errno = EPROTO, -1;  // the body was published with its header
-            c.left -= uint64_t(got);
-            total += got;
-            off += size_t(got);
-            if (off == v[idx].iov_len) {
-                ++idx;
-                off = 0;
-            }
-            continue;
-        }
         iovec part[16];
         const int k = slice(v, cnt, idx, off, c.left, part, 16);
         if (!k) break;  // only empty pieces left
+        int64_t got;
         if (c.ref) {
             const iovec remote{reinterpret_cast<void *>(uintptr_t(c.addr)),
                                size_t(std::min<uint64_t>(c.left, SIZE_MAX))};

@@ -78,10 +78,7 @@ void ShmRing::release() {
 
 int64_t ShmRing::take(const iovec *iov, int cnt) {
     const uint64_t tail = rpos_;
-    // The producer's index is fetched only when what was seen of it does not cover the read.
-    if (seen_head_ - tail < iov_bytes(iov, cnt))
-        seen_head_ = ctl_->head.load(std::memory_order_acquire);
-    const uint64_t avail = seen_head_ - tail;
+    const uint64_t avail = readable_for(iov_bytes(iov, cnt));
     if (avail > cap_) return -1;
     uint64_t left = avail;
     uint64_t pos = tail;
@@ -103,25 +100,14 @@ int64_t ShmRing::take(const iovec *iov, int cnt) {
     return int64_t(pos - tail);
 }
 
-int64_t ShmRing::take_one(void *dst, uint64_t len) {
-    const uint64_t tail = rpos_;
-    if (seen_head_ - tail < len) seen_head_ = ctl_->head.load(std::memory_order_acquire);
-    const uint64_t avail = seen_head_ - tail;
-    if (avail > cap_) return -1;
-    const uint64_t n = std::min(len, avail);
-    const uint64_t a = at(tail);
-    const uint64_t k = std::min(n, cap_ - a);
-    AppMemoryAccess app;  // places into registered memory
-    std::memcpy(dst, data_ + a, k);
-    if (k < n) std::memcpy(static_cast<uint8_t *>(dst) + k, data_, n - k);
-    rpos_ = tail + n;
-    return int64_t(n);
+uint64_t ShmRing::readable_for(uint64_t want) {
+    if (seen_head_ - rpos_ < want) seen_head_ = ctl_->head.load(std::memory_order_acquire);
+    return seen_head_ - rpos_;
 }
 
 int ShmRing::take_exact(uint8_t *dst, uint64_t n) {
     const uint64_t tail = rpos_;
-    if (seen_head_ - tail < n) seen_head_ = ctl_->head.load(std::memory_order_acquire);
-    const uint64_t avail = seen_head_ - tail;
+    const uint64_t avail = readable_for(n);
     if (avail == 0) return 0;
     if (avail > cap_ || avail < n) return -1;
     for (uint64_t i = 0; i < n; ++i) dst[i] = data_[at(tail + i)];  // a few bytes: no call
@@ -130,11 +116,9 @@ int ShmRing::take_exact(uint8_t *dst, uint64_t n) {
 }
 
 uint64_t ShmRing::peek(const uint8_t *&p, uint64_t max) {
-    const uint64_t tail = rpos_;
-    if (seen_head_ - tail < max) seen_head_ = ctl_->head.load(std::memory_order_acquire);
-    const uint64_t avail = seen_head_ - tail;
+    const uint64_t avail = readable_for(max);
     if (avail > cap_) return 0;
-    const uint64_t a = at(tail);
+    const uint64_t a = at(rpos_);
     p = data_ + a;
     return std::min({avail, max, cap_ - a});
 }

@@ -63,10 +63,8 @@ class ShmRing {
     // that was taken, in one store: a reader that takes a chunk's header and then its body
     // publishes once (each publication is a full fence, and the producer's cache line moves).
     int64_t take(const iovec *iov, int cnt);
-    // take() into one piece (what the chunk reader does most); and take_exact() of exactly
-    // `n` (a few) bytes: 1 if taken, 0 if nothing is readable, -1 if fewer than `n` are (a
-    // unit cut short) or the index is impossible.
-    int64_t take_one(void *dst, uint64_t len);
+    // take() of exactly `n` (a few) bytes: 1 if taken, 0 if nothing is readable, -1 if fewer
+    // than `n` are (a unit cut short) or the index is impossible.
     int take_exact(uint8_t *dst, uint64_t n);
     // The next readable bytes where they lie in the ring, without taking them: at most `max`,
     // and no further than the ring's end. 0 if none, or if the head is impossible (the next
@@ -83,6 +81,9 @@ class ShmRing {
 
   private:
     uint64_t at(uint64_t pos) const { return mask_ ? pos & mask_ : pos % cap_; }
+    // The bytes readable from rpos_, the producer's index read again only if what was seen
+    // of it does not cover `want`; above cap_ if the index is impossible.
+    uint64_t readable_for(uint64_t want);
     ShmRingCtl *ctl_ = nullptr;
     uint8_t *data_ = nullptr;
     uint64_t cap_ = 0;
