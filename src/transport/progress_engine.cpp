@@ -70,6 +70,7 @@ ProgressEngine::~ProgressEngine() {
     {
         std::lock_guard lk(mu_);
         stop_ = true;
+        note_news();
     }
     wake();
     if (thread_.joinable()) thread_.join();
@@ -123,6 +124,7 @@ void ProgressEngine::schedule(const std::shared_ptr<Pollable> &owner, uint64_t d
         std::lock_guard lk(mu_);
         earliest = sleeping_ && (timers_.empty() || deadline_ns < timers_.top().deadline);
         timers_.push({deadline_ns, owner});
+        note_news();
     }
     if (earliest) wake();
 }
@@ -132,18 +134,13 @@ void ProgressEngine::spin(const std::shared_ptr<Pollable> &owner) {
     {
         std::lock_guard lk(mu_);
         spin_new_.push_back(owner);
+        note_news();
         sleeping = sleeping_;
     }
     if (sleeping) wake();
 }
 
 void ProgressEngine::run_spinners() {
-    {
-        std::lock_guard lk(mu_);
-        if (spin_new_.empty() && spinners_.empty()) return;
-        for (auto &w : spin_new_) spinners_.push_back(std::move(w));
-        spin_new_.clear();
-    }
     for (size_t i = 0; i < spinners_.size();) {
         const std::shared_ptr<Pollable> owner = spinners_[i].lock();
         if (owner && owner->on_spin()) {
@@ -160,18 +157,31 @@ void ProgressEngine::post(std::function<void()> task) {
     {
         std::lock_guard lk(mu_);
         tasks_.push_back(std::move(task));
+        note_news();
         sleeping = sleeping_;
     }
     if (sleeping) wake();
 }
 
 void ProgressEngine::run_tasks() {
-    std::vector<std::function<void()>> tasks;
-    {
-        std::lock_guard lk(mu_);
-        tasks.swap(tasks_);
-    }
-    for (auto &t : tasks) t();
+    for (auto &t : running_) t();
+    running_.clear();
+}
+
+// Takes what other threads added since the engine last looked (spinners, tasks, an earlier
+// timer), and ends a sleep. Producers set news_ under mu_, so one that adds after the lock
+// below sets it again for the next turn. False: the engine is to stop.
+bool ProgressEngine::take_news(bool slept) {
+    if (!slept && !news_.load(std::memory_order_acquire)) return true;
+    news_.store(false, std::memory_order_relaxed);
+    std::lock_guard lk(mu_);
+    sleeping_ = false;
+    if (stop_) return false;
+    for (auto &w : spin_new_) spinners_.push_back(std::move(w));
+    spin_new_.clear();
+    running_.swap(tasks_);  // running_ is empty: run_tasks cleared it
+    next_deadline_ = timers_.empty() ? UINT64_MAX : timers_.top().deadline;
+    return true;
 }
 
 void ProgressEngine::wake() {
@@ -217,11 +227,15 @@ int ProgressEngine::wait(epoll_event *events, int max, int64_t timeout_ns) {
 
 void ProgressEngine::fire_due_timers() {
     const uint64_t now = now_ns();
+    if (now < next_deadline_) return;  // an earlier timer added since would have set news_
     for (;;) {
         std::shared_ptr<Pollable> owner;
         {
             std::lock_guard lk(mu_);
-            if (timers_.empty() || timers_.top().deadline > now) return;
+            if (timers_.empty() || timers_.top().deadline > now) {
+                next_deadline_ = timers_.empty() ? UINT64_MAX : timers_.top().deadline;
+                return;
+            }
             owner = timers_.top().owner.lock();
             timers_.pop();
         }
@@ -249,7 +263,8 @@ void ProgressEngine::run() {
     for (;;) {
         const uint64_t now = now_ns();
         const bool spinning = spin_ns && now < spin_until;
-        const int64_t timeout = spinning ? 0 : next_timeout_ns();
+        // With spinners the engine does not sleep: no need to look at the rest under mu_.
+        const int64_t timeout = spinning || !spinners_.empty() ? 0 : next_timeout_ns();
         // A QP reading its shared-memory ring is a spinner (spin()): the engine turns through
         // it back to back, and a zero-timeout epoll_pwait2 on every turn took a quarter of this
         // thread (a 64 B WRITE stream). With only work due (not the spin after socket
@@ -260,11 +275,7 @@ void ProgressEngine::run() {
             n = wait(events, 64, timeout);
             last_wait = now;
         }
-        {
-            std::lock_guard lk(mu_);
-            sleeping_ = false;
-            if (stop_) return;
-        }
+        if (!take_news(timeout != 0)) return;
         bool io = false;
         for (int i = 0; i < n; ++i) {
             const int fd = events[i].data.fd;

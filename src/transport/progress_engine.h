@@ -5,6 +5,7 @@
 #pragma once
 #include <sys/epoll.h>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -65,6 +66,9 @@ class ProgressEngine {
     };
     void run();
     void wake();
+    // Marks that tasks, spinners, timers or stop_ changed: the engine takes mu_ on its next turn.
+    void note_news() { news_.store(true, std::memory_order_release); }
+    bool take_news(bool slept);
     int64_t next_timeout_ns();
     static constexpr uint64_t kWaitEveryNs = 5'000;  // while work is due, see run()
     int wait(epoll_event *events, int max, int64_t timeout_ns);
@@ -82,6 +86,11 @@ class ProgressEngine {
     // the engine thread's own.
     std::vector<std::weak_ptr<Pollable>> spin_new_;
     std::vector<std::weak_ptr<Pollable>> spinners_;
+    std::vector<std::function<void()>> running_;  // the engine thread's: tasks taken from tasks_
+    // A turn of a spinning engine takes no lock unless something was added since the last
+    // one that did (a turn took five lock pairs, a third of its time, with a 64 B WRITE stream).
+    std::atomic<bool> news_{false};
+    uint64_t next_deadline_ = 0;  // the engine thread's: the earliest timer when it last looked
     std::thread thread_;
     bool stop_ = false;
     // The engine sleeps (or is about to) with a timeout chosen before the newest timer or
