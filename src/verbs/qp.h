@@ -422,6 +422,9 @@ class Qp : public ibv_qp_ex,
     // moment ago and nobody polls: ring_spinning() says whether that should go on.
     bool spinning_ = false;
     bool ring_spinning(uint64_t now) const;
+    // Turns in a row on which on_spin found the lock taken (the engine thread's own count).
+    uint32_t spin_lock_misses_ = 0;
+    static constexpr uint32_t kSpinLockMisses = 64;
     std::shared_ptr<PeerRegions> peer_regions_;  // the peer's region file, once opened
     bool peer_regions_failed_ = false;           // it cannot be opened: do not try again
     bool shm_switch_awaited_ = false;            // the first direct attempt waited for the move
