@@ -202,6 +202,7 @@ RATE_ITERS=200000
 # sleeping engines, then the first pass over fresh ring pages) took 2-3 ms: the run measured
 # that move as much as the rate. UCX's shared memory gets the same count.
 SHM_RATE_ITERS=2000000
+SHM_BW_BYTES=8589934592 # 8 GiB: at 100 GB/s, 1 GiB was a 10 ms run
 SP_TIME=1         # seconds per sockperf run
 IPERF_TIME=2      # seconds per iperf3 run
 CONNS=1000
@@ -211,7 +212,7 @@ RS_BYTES=536870912  # per rstream bandwidth run
 if [ "$QUICK" = 1 ]; then
     RS_LAT_ITERS=5000 RS_BYTES=67108864
     REPS=1 LAT_SIZES=(8 4096) BW_SIZES=(4096 65536 1048576) Q4_SIZES=(65536) SHM_LAT_SIZES=(8)
-    LAT_ITERS=2000 BW_BYTES=134217728 BW_MAX_ITERS=20000 RATE_ITERS=20000 SHM_RATE_ITERS=200000 IPERF_TIME=1 CONNS=200
+    LAT_ITERS=2000 BW_BYTES=134217728 BW_MAX_ITERS=20000 RATE_ITERS=20000 SHM_RATE_ITERS=200000 SHM_BW_BYTES=$BW_BYTES IPERF_TIME=1 CONNS=200
 fi
 lat_iters() { if [ "$1" -gt 4096 ]; then echo $((LAT_ITERS * 3 / 10)); else echo "$LAT_ITERS"; fi; }
 bw_iters() { # per QP: about BW_BYTES in total, a round number of thousands
@@ -259,55 +260,65 @@ ucx_run() {
         "${env[@]}" ucx_perftest "$ADDR" -p @PORT@ -t "$t" -s "$size" -n "$n" -w $((n / 10 + 1)) "$@"
     record "$UCX_STACK" "$metric" "$t" "$size" 1 "$rep" ucx_perftest "$raw"
 }
-# The same-host section: softrdma's shared-memory path (as users get it), UCX's shared-memory
-# transports, and this machine's copy limits, the same shapes in the same round.
-# The same-host latency, bandwidth and rate shapes of perftest, with SR and SR_STACK as set.
-same_host_shapes() {
-    local s p
-    for s in "${SHM_LAT_SIZES[@]}"; do
-        for p in ib_send_lat ib_write_lat ib_read_lat; do sr_perftest $p "$s" "$(lat_iters "$s")" 1; done
-    done
-    for s in "${SHM_BW_SIZES[@]}"; do
-        for p in ib_send_bw ib_write_bw ib_read_bw; do sr_perftest $p "$s" "$(bw_iters "$s" 1)" 1; done
-    done
-    for p in ib_send_bw ib_write_bw; do sr_perftest $p "$RATE_SIZE" "$SHM_RATE_ITERS" 1; done
+# The same-host section: softrdma's shared-memory path (as users get it), with shared regions
+# (SOFTRDMA_SHM_MR=1, opt-in: WRITE and READ one memcpy at post time) and with payloads by
+# reference (SOFTRDMA_SHM_CMA=1, bandwidth shapes), UCX's shared-memory transports, and this
+# machine's copy limits. Shape by shape, UCX's run right after softrdma's of the same shape:
+# this host switches between two speeds minutes apart (in one, a cache line takes four times as
+# long between the CPUs: UCX's tag_lat 0.10 against 0.46 µs), and a ratio of two runs made at
+# different speeds says nothing about either.
+sh_perftest() { # STACK PROG SIZE ITERS
+    local stack=$1
+    local -a SR
+    case $stack in
+    softrdma_shm) SR=("${SR_SHM[@]}") ;;
+    softrdma_shm_mr) SR=("${SR_SHM[@]}" SOFTRDMA_SHM_MR=1) ;;
+    softrdma_shm_cma) SR=("${SR_SHM[@]}" SOFTRDMA_SHM_CMA=1) ;;
+    esac
+    SR_STACK=$stack sr_perftest "$2" "$3" "$4" 1
 }
-
 same_host_round() {
-    local s p saved=("${SR[@]}")
-    SR=("${SR_SHM[@]}") SR_STACK=softrdma_shm
-    same_host_shapes
-    # Shared regions (opt-in): WRITE and READ one memcpy at post time; every shape.
-    SR=("${SR_SHM[@]}" SOFTRDMA_SHM_MR=1) SR_STACK=softrdma_shm_mr
-    same_host_shapes
-    # The same with large payloads sent by reference (one process_vm_readv copy by the reader).
-    SR=("${SR_SHM[@]}" SOFTRDMA_SHM_CMA=1) SR_STACK=softrdma_shm_cma
-    for s in "${SHM_BW_SIZES[@]}"; do
-        for p in ib_send_bw ib_write_bw ib_read_bw; do sr_perftest $p "$s" "$(bw_iters "$s" 1)" 1; done
-    done
-    SR=("${saved[@]}") SR_STACK=softrdma
+    local s p n prog ucx
     UCX_STACK=ucx_sm
     for s in "${SHM_LAT_SIZES[@]}"; do
-        ucx_run tag_lat "$s" "$(lat_iters "$s")" lat
-        ucx_run ucp_put_lat "$s" "$(lat_iters "$s")" lat
-        ucx_run ucp_get "$s" $(($(lat_iters "$s") / 20)) lat -O 1
+        n=$(lat_iters "$s")
+        for p in ib_send_lat:tag_lat ib_write_lat:ucp_put_lat ib_read_lat:ucp_get; do
+            prog=${p%%:*} ucx=${p#*:}
+            sh_perftest softrdma_shm "$prog" "$s" "$n"
+            sh_perftest softrdma_shm_mr "$prog" "$s" "$n"
+            if [ "$ucx" = ucp_get ]; then
+                ucx_run ucp_get "$s" $((n / 20)) lat -O 1
+            else
+                ucx_run "$ucx" "$s" "$n" lat
+            fi
+        done
     done
     for s in "${SHM_BW_SIZES[@]}"; do
-        n=$(bw_iters "$s" 1)
-        ucx_run tag_bw "$s" "$n" bw
-        ucx_run ucp_put_bw "$s" "$n" bw
-        ucx_run ucp_get "$s" $((n / 10 + 100)) bw -O 16
-    done
-    ucx_run tag_bw "$RATE_SIZE" "$SHM_RATE_ITERS" rate
-    ucx_run ucp_put_bw "$RATE_SIZE" "$SHM_RATE_ITERS" rate
-    UCX_STACK=ucx
-    for s in "${SHM_BW_SIZES[@]}"; do
+        n=$(BW_BYTES=$SHM_BW_BYTES bw_iters "$s" 1)
+        for p in ib_send_bw:tag_bw ib_write_bw:ucp_put_bw ib_read_bw:ucp_get; do
+            prog=${p%%:*} ucx=${p#*:}
+            sh_perftest softrdma_shm "$prog" "$s" "$n"
+            sh_perftest softrdma_shm_mr "$prog" "$s" "$n"
+            sh_perftest softrdma_shm_cma "$prog" "$s" "$n"
+            if [ "$ucx" = ucp_get ]; then
+                ucx_run ucp_get "$s" $((n / 10 + 100)) bw -O 16
+            else
+                ucx_run "$ucx" "$s" "$n" bw
+            fi
+        done
         for p in cma_write cma_read memcpy; do
             raw=$RAW/mem.$p.s$s.r$rep.txt
             run_one "$raw" 60 "$SHMBASE" "$p" "$s"
             record mem bw "$p" "$s" 1 "$rep" shm_baseline "$raw"
         done
     done
+    for p in ib_send_bw:tag_bw ib_write_bw:ucp_put_bw; do
+        prog=${p%%:*} ucx=${p#*:}
+        sh_perftest softrdma_shm "$prog" "$RATE_SIZE" "$SHM_RATE_ITERS"
+        sh_perftest softrdma_shm_mr "$prog" "$RATE_SIZE" "$SHM_RATE_ITERS"
+        ucx_run "$ucx" "$RATE_SIZE" "$SHM_RATE_ITERS" rate
+    done
+    UCX_STACK=ucx
 }
 
 # rsockets next to plain TCP, in the same program: rstream (its -T s is plain sockets) and
