@@ -17,7 +17,7 @@ uint64_t iov_bytes(const iovec *iov, int cnt) {
 }  // namespace
 
 int64_t ShmRing::write(const iovec *iov, int cnt) {
-    const uint64_t head = ctl_->head.load(std::memory_order_relaxed);
+    const uint64_t head = wpos_;
     uint64_t room = room_for(iov_bytes(iov, cnt));
     if (room == 0 && head - seen_tail_ > cap_) return -1;
     uint64_t pos = head;
@@ -37,13 +37,16 @@ int64_t ShmRing::write(const iovec *iov, int cnt) {
     }
     // seq_cst, as the flag load in take_reader_wake: against the reader's flag store and head
     // load in sleep() (both seq_cst), one of the two sees the other, so no wake-up is lost.
-    if (pos != head) ctl_->head.store(pos, std::memory_order_seq_cst);
+    if (pos != head) {
+        wpos_ = pos;
+        ctl_->head.store(pos, std::memory_order_seq_cst);
+    }
     return int64_t(pos - head);
 }
 
 // A fresh tail is loaded seq_cst (a plain load on x86) so that wait_for_room can use this.
 uint64_t ShmRing::room_for(uint64_t want) {
-    const uint64_t head = ctl_->head.load(std::memory_order_relaxed);
+    const uint64_t head = wpos_;
     uint64_t used = head - seen_tail_;
     if (used <= cap_ && cap_ - used >= want) return cap_ - used;
     seen_tail_ = ctl_->tail.load(std::memory_order_seq_cst);
@@ -72,8 +75,10 @@ int64_t ShmRing::read(const iovec *iov, int cnt) {
 void ShmRing::release() {
     // seq_cst, as in write(): against the producer's flag store and tail load in
     // wait_for_room (both seq_cst), one of the two sees the other.
-    if (ctl_->tail.load(std::memory_order_relaxed) != rpos_)
+    if (released_ != rpos_) {
+        released_ = rpos_;
         ctl_->tail.store(rpos_, std::memory_order_seq_cst);
+    }
 }
 
 int64_t ShmRing::take(const iovec *iov, int cnt) {

@@ -35,7 +35,9 @@ class ShmRing {
           data_(data),
           cap_(capacity),
           mask_((capacity & (capacity - 1)) == 0 ? capacity - 1 : 0),
+          wpos_(ctl->head.load(std::memory_order_relaxed)),
           rpos_(ctl->tail.load(std::memory_order_relaxed)),
+          released_(rpos_),
           seen_head_(rpos_),
           seen_tail_(rpos_) {}
 
@@ -88,7 +90,11 @@ class ShmRing {
     uint8_t *data_ = nullptr;
     uint64_t cap_ = 0;
     uint64_t mask_ = 0;  // cap_ - 1 when cap_ is a power of two
-    uint64_t rpos_ = 0;  // consumer: bytes taken, published as tail by release()
+    // Producer: bytes written, published as head by write(). Its own copy: the consumer reads
+    // head at every poll, and loading it back from the shared line missed on every write.
+    uint64_t wpos_ = 0;
+    uint64_t rpos_ = 0;      // consumer: bytes taken, published as tail by release()
+    uint64_t released_ = 0;  // consumer: the tail it last published (its own copy, as wpos_)
     // The other side's index as this side last read it (it only moves forward), so that a
     // side reads the other's cache line only when what it saw is not enough.
     uint64_t seen_head_ = 0;  // consumer
