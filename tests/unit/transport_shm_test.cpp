@@ -111,6 +111,24 @@ TEST(ShmRing, ImpossibleIndicesFromThePeerAreRefused) {
     EXPECT_EQ(put(u.ring, "defg"), -1);
 }
 
+// Each side keeps its own copy of the index it publishes: a peer that overwrites it (or a
+// stale copy of the shared line) neither moves the writer back over unread bytes nor the
+// reader back over bytes it gave up.
+TEST(ShmRing, EachSideKeepsTheIndexItPublishes) {
+    Ring t(16);
+    EXPECT_EQ(put(t.ring, "abc"), 3);
+    t.ctl->head.store(0);  // the peer writes our head
+    EXPECT_EQ(put(t.ring, "de"), 2);
+    EXPECT_EQ(t.ctl->head.load(), 5u);  // after "abc", not over it
+    EXPECT_EQ(std::string(reinterpret_cast<char *>(t.data.data()), 5), "abcde");
+    Ring u(16);
+    EXPECT_EQ(put(u.ring, "0123456789"), 10);
+    EXPECT_EQ(take(u.ring, 4), "0123");
+    u.ctl->tail.store(0);  // the peer writes our tail
+    EXPECT_EQ(take(u.ring, 2), "45");
+    EXPECT_EQ(u.ctl->tail.load(), 6u);  // published again from our own count
+}
+
 // Each side reads the other's index only when what it saw of it is not enough.
 TEST(ShmRing, IndicesAreReadAgainOnlyWhenNeeded) {
     Ring t(16);
