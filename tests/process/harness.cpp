@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include "process/harness.h"
 
+#include <dirent.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -34,6 +35,25 @@ uint64_t now_ms() {
     timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return uint64_t(ts.tv_sec) * 1000 + uint64_t(ts.tv_nsec) / 1000000;
+}
+
+std::string engine_task() {
+    DIR *d = opendir("/proc/self/task");
+    if (!d) return {};
+    std::string found;
+    while (dirent *e = readdir(d)) {
+        if (e->d_name[0] == '.') continue;
+        std::string base = std::string("/proc/self/task/") + e->d_name;
+        char comm[32] = {};
+        FILE *f = std::fopen((base + "/comm").c_str(), "r");
+        if (!f) continue;
+        const bool ours =
+            std::fgets(comm, sizeof comm, f) && std::strncmp(comm, "softrdma", 8) == 0;
+        std::fclose(f);
+        if (ours) found = base;
+    }
+    closedir(d);
+    return found;
 }
 
 void Oob::put(const void *p, size_t n) {

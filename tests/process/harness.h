@@ -70,6 +70,9 @@ PairResult run_pair(const std::function<int(Oob &)> &a, const std::function<int(
                     int timeout_ms = 60000);
 
 uint64_t now_ms();
+// /proc/self/task/<tid> of the library's background thread ("softrdma-prog"), empty if there
+// is none.
+std::string engine_task();
 // The QP's state, as ibv_query_qp reports it (the child fails if the query does).
 ibv_qp_state qp_state_of(ibv_qp *qp);
 // The other half of a pair for single-process tests: waits at one barrier, then exits 0.

@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
 // The library lives inside other people's processes: what it must not change there.
-#include <dirent.h>
 #include <gtest/gtest.h>
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
@@ -19,26 +18,6 @@
 using namespace sr_test;
 
 namespace {
-
-// /proc/self/task/<tid> of our background thread ("softrdma-prog"), empty if there is none.
-std::string engine_task() {
-    DIR *d = opendir("/proc/self/task");
-    if (!d) return {};
-    std::string found;
-    while (dirent *e = readdir(d)) {
-        if (e->d_name[0] == '.') continue;
-        std::string base = std::string("/proc/self/task/") + e->d_name;
-        char comm[32] = {};
-        FILE *f = std::fopen((base + "/comm").c_str(), "r");
-        if (!f) continue;
-        const bool ours =
-            std::fgets(comm, sizeof comm, f) && std::strncmp(comm, "softrdma", 8) == 0;
-        std::fclose(f);
-        if (ours) found = base;
-    }
-    closedir(d);
-    return found;
-}
 
 // The blocked-signal mask of our background thread, from /proc (0 if there is no such thread).
 unsigned long long engine_sigblk() {

@@ -5,7 +5,6 @@
 // the requests it did that way, a deregistered region is out of reach (the usual remote
 // access error) and private again, a forked child gets its own copy of the pages, and pages
 // under two registrations, or unmapped before deregistration, lose nothing and leak no access.
-#include <dirent.h>
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <sys/mman.h>
@@ -315,26 +314,13 @@ namespace {
 
 // CPU time (ns) the library's background thread has had so far, from its schedstat.
 uint64_t engine_cpu_ns() {
-    const std::string dir = "/proc/self/task/";
-    uint64_t total = 0;
-    bool found = false;
-    if (DIR *d = opendir(dir.c_str())) {
-        while (dirent *e = readdir(d)) {
-            if (e->d_name[0] == '.') continue;
-            std::ifstream comm(dir + e->d_name + "/comm");
-            std::string name;
-            std::getline(comm, name);
-            if (name != "softrdma-prog") continue;
-            std::ifstream st(dir + e->d_name + "/schedstat");
-            uint64_t ns = 0;
-            st >> ns;
-            total += ns;
-            found = true;
-        }
-        closedir(d);
-    }
-    PCHECK(found);
-    return total;
+    const std::string task = engine_task();
+    PCHECK(!task.empty());
+    std::ifstream st(task + "/schedstat");
+    uint64_t ns = 0;
+    st >> ns;
+    PCHECK(st);
+    return ns;
 }
 
 }  // namespace
