@@ -180,7 +180,7 @@ bool ProgressEngine::take_news(bool slept) {
     for (auto &w : spin_new_) spinners_.push_back(std::move(w));
     spin_new_.clear();
     running_.swap(tasks_);  // running_ is empty: run_tasks cleared it
-    next_deadline_ = timers_.empty() ? UINT64_MAX : timers_.top().deadline;
+    next_deadline_ = earliest_deadline();
     return true;
 }
 
@@ -232,10 +232,8 @@ void ProgressEngine::fire_due_timers() {
         std::shared_ptr<Pollable> owner;
         {
             std::lock_guard lk(mu_);
-            if (timers_.empty() || timers_.top().deadline > now) {
-                next_deadline_ = timers_.empty() ? UINT64_MAX : timers_.top().deadline;
-                return;
-            }
+            next_deadline_ = earliest_deadline();
+            if (next_deadline_ > now) return;
             owner = timers_.top().owner.lock();
             timers_.pop();
         }

@@ -70,6 +70,10 @@ class ProgressEngine {
     void note_news() { news_.store(true, std::memory_order_release); }
     bool take_news(bool slept);
     int64_t next_timeout_ns();
+    // The earliest timer's deadline, UINT64_MAX if none. mu_ held.
+    uint64_t earliest_deadline() const {
+        return timers_.empty() ? UINT64_MAX : timers_.top().deadline;
+    }
     static constexpr uint64_t kWaitEveryNs = 5'000;  // while work is due, see run()
     int wait(epoll_event *events, int max, int64_t timeout_ns);
     void fire_due_timers();
