@@ -435,6 +435,7 @@ void FpduStream::shm_switch_tx_after(const wire::SegmentHeader &h,
 
 void FpduStream::shm_switch_rx() {
     rx_shm_ = true;
+    rx_notes_ = shm_->reads_notes();
     // Whatever TCP brought after the switch frame is wake-ups.
     rd_ = wr_;
     sock_event_ = true;
@@ -451,6 +452,9 @@ bool FpduStream::shm_wait_room() {
 IoStatus FpduStream::pump_rx(StreamHandler &h, int max_segments, bool &progressed) {
     const IoStatus st = parse_rx(h, max_segments, progressed);
     if (ring_win_) close_ring_window();  // what was read leaves the ring; a cut frame waits
+    uint32_t note;
+    if (progressed && rx_notes_ && st == IoStatus::kOk && shm_->rx().note(note) && !h.on_note(note))
+        return fault(kUnspecifiedFault);
     return st;
 }
 
@@ -594,6 +598,7 @@ IoStatus FpduStream::pump_tx_batch(StreamHandler &h, bool &blocked) {
                 if (m != ssize_t(marker_len_)) return IoStatus::kError;
                 marker_len_ = 0;
                 tx_shm_ = true;
+                tx_notes_ = shm_->peer_reads_notes();
                 if (kick_owed_) kick_peer();
             }
             if (!h.fill_tx(b) || b.niov_ == 0) return IoStatus::kOk;

@@ -103,6 +103,12 @@ class StreamHandler {
     // Add outgoing segments to `batch` (stop when it is full, and say so with stop_full()
     // where add() did not refuse). Return true if anything was added.
     virtual bool fill_tx(TxBatch &batch) = 0;
+    // Segments came through the ring: the peer's note as of them (FpduStream::shm_note).
+    // Return false for a protocol violation.
+    virtual bool on_note(uint32_t note) {
+        (void)note;
+        return true;
+    }
 };
 
 class FpduStream {
@@ -148,6 +154,11 @@ class FpduStream {
     // it (reliable QPs): only then may pieces go by reference (transport/shm_channel.h).
     void shm_allow_refs(bool on) { shm_refs_ = on; }
     bool shm_tx() const { return tx_shm_; }
+    // On the ring, to a peer that reads notes: a word the handler may publish instead of a
+    // frame of its own. Called while filling a batch, it goes out with that batch's bytes
+    // (the peer's handler gets it in on_note once it has read them).
+    bool shm_notes() const { return tx_notes_; }
+    void shm_note(uint32_t v) { shm_->tx().set_note(v); }
     // Both directions on the rings, nothing half written, nothing waiting in the ring or the
     // socket: a poll would find nothing to do (one load of the peer's head).
     bool shm_idle() const {
@@ -217,6 +228,8 @@ class FpduStream {
     // Shared memory
     std::unique_ptr<ShmLink> shm_;
     bool rx_shm_ = false, tx_shm_ = false;
+    bool tx_notes_ = false;  // tx_shm_, and the peer reads notes
+    bool rx_notes_ = false;  // rx_shm_, and we read them
     bool sock_event_ = false;
     bool kick_owed_ = false;  // a wake-up asked for before our own switch
     bool shm_refs_ = false;

@@ -47,11 +47,14 @@ static_assert(sizeof(Header) <= kHeaderBytes);
 }  // namespace
 
 // In the header page, apart from the header the offerer writes whole: each end's mapping
-// address (what the other probes) and whether each end can read the other's memory.
+// address (what the other probes), whether each end can read the other's memory, and what
+// each end's reader understands (kReadsNotes). An older end leaves its features 0.
 struct CmaWords {
     std::atomic<uint64_t> mapped_at[2];
     std::atomic<uint32_t> can_read[2];
+    std::atomic<uint32_t> features[2];
 };
+constexpr uint32_t kReadsNotes = 1;  // reads the note in the control of the ring it reads
 static_assert(std::atomic<uint64_t>::is_always_lock_free &&
               std::atomic<uint32_t>::is_always_lock_free);
 
@@ -132,6 +135,11 @@ bool shm_enabled() {
     return !v || std::strcmp(v, "0") != 0;
 }
 
+bool shm_notes_enabled() {
+    const char *v = std::getenv("SOFTRDMA_SHM_NOTES");
+    return !v || std::strcmp(v, "0") != 0;
+}
+
 bool shm_cma_enabled() {
     const char *v = std::getenv("SOFTRDMA_SHM_CMA");
     return v && std::strcmp(v, "1") == 0;
@@ -175,6 +183,8 @@ bool ShmLink::map(bool offerer) {
     side_ = offerer ? 0 : 1;
     g_live_ring_bytes.fetch_add(2 * ring_bytes_, std::memory_order_relaxed);
     cma()->mapped_at[side_].store(uint64_t(uintptr_t(base_)), std::memory_order_relaxed);
+    // Before the offer or the accept: the peer looks only once those arrived.
+    cma()->features[side_].store(shm_notes_enabled() ? kReadsNotes : 0, std::memory_order_release);
     return true;
 }
 
@@ -212,6 +222,14 @@ void ShmLink::set_peer(uint32_t pid) {
         "payloads go through the rings",
         pid, got ? "not our segment there" : std::strerror(errno), side_, (unsigned long long)at,
         (unsigned long long)cma()->mapped_at[side_].load(std::memory_order_relaxed));
+}
+
+bool ShmLink::reads_notes() const {
+    return (cma()->features[side_].load(std::memory_order_relaxed) & kReadsNotes) != 0;
+}
+
+bool ShmLink::peer_reads_notes() const {
+    return (cma()->features[1 - side_].load(std::memory_order_acquire) & kReadsNotes) != 0;
 }
 
 bool ShmLink::peer_reads_me() const {

@@ -19,6 +19,9 @@ bool shm_enabled();
 // True if the connected TCP socket `sock` leads to this host, in this network namespace:
 // its local and peer addresses are the same address.
 bool shm_same_host(int sock);
+// SOFTRDMA_SHM_NOTES=0: this end does not read the peer's ring notes (ShmRing::set_note), as
+// an end older than them; its peer then sends ACKs as frames. For tests and comparisons.
+bool shm_notes_enabled();
 // SOFTRDMA_SHM_CMA=1: peers may send this process large payload pieces by reference (it copies
 // them once, with process_vm_readv) instead of through the rings (two copies, one on each
 // side's CPU); the reader opts in because it does the copy (set_peer probes only then). Off by
@@ -54,6 +57,10 @@ class ShmLink {
     uint32_t peer_pid() const { return peer_pid_; }
     // The peer found it can read our memory: we may send it references.
     bool peer_reads_me() const;
+    // Whether we read the note of the ring we read (ShmRing::set_note) and the peer reads
+    // that of the ring we write (an older peer does not).
+    bool reads_notes() const;
+    bool peer_reads_notes() const;
     void close_fd() { fd_.reset(); }  // once the accepter has it open
     // Words each end publishes for the other in the header page, for shared regions
     // (verbs/region_file.h): its region file's descriptor (+1; 0: none), and what its QP lets

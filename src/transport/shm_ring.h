@@ -15,9 +15,13 @@
 namespace softrdma::transport {
 
 // The shared part. head and tail count bytes ever written and read; each lives on its own
-// cache line, as do the two wake-up flags.
+// cache line, as do the two wake-up flags. The producer's note shares head's line: the
+// consumer, which loads head anyway, reads it at no extra miss.
 struct ShmRingCtl {
     alignas(64) std::atomic<uint64_t> head;  // written by the producer
+    // A word the producer publishes with its next write (bit 32: set at all; bits 0-31: the
+    // value). What it means belongs to the layer above (verbs/qp_rx.cpp: an ACK).
+    std::atomic<uint64_t> note;
     alignas(64) std::atomic<uint64_t> tail;  // written by the consumer
     // Set by a consumer about to sleep: the producer wakes it after its next write.
     alignas(64) std::atomic<uint32_t> reader_sleeping;
@@ -56,6 +60,9 @@ class ShmRing {
     bool wait_for_room();
     // After a write: true (once) if the consumer asked to be woken.
     bool take_reader_wake();
+    // Sets the note. The consumer sees it at the latest with the bytes of the next write
+    // (the head store publishes it), maybe earlier.
+    void set_note(uint32_t v) { ctl_->note.store(kNoteSet | v, std::memory_order_relaxed); }
 
     // ---- consumer
     // Copies up to the iovecs' length; returns the bytes read (0: empty), or -1 if the peer's
@@ -80,8 +87,15 @@ class ShmRing {
     bool sleep();
     // After a read: true (once) if the producer asked to be woken.
     bool take_writer_wake();
+    // The producer's note as of the bytes read so far (or later); false if it never set one.
+    bool note(uint32_t &v) const {
+        const uint64_t n = ctl_->note.load(std::memory_order_relaxed);
+        v = uint32_t(n);
+        return (n & kNoteSet) != 0;
+    }
 
   private:
+    static constexpr uint64_t kNoteSet = uint64_t(1) << 32;
     uint64_t at(uint64_t pos) const { return mask_ ? pos & mask_ : pos % cap_; }
     // The bytes readable from rpos_, the producer's index read again only if what was seen
     // of it does not cover `want`; above cap_ if the index is impossible.

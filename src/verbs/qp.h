@@ -198,6 +198,7 @@ class Qp : public ibv_qp_ex,
     bool place(const wire::SegmentHeader &h, transport::Placement &p) override;
     bool on_segment(const wire::SegmentHeader &h, std::span<const uint8_t> scratch) override;
     bool fill_tx(transport::TxBatch &batch) override;
+    bool on_note(uint32_t note) override;
 
     // The ibv_wr_* (ibv_qp_ex) builder: WRs are staged apart from the QP and posted at
     // wr_complete, together, through the same checks as ibv_post_send (all or none).
@@ -298,6 +299,7 @@ class Qp : public ibv_qp_ex,
     bool handle_atomic_response(const wire::SegmentHeader &h, std::span<const uint8_t> payload);
     bool on_control(std::span<const uint8_t> payload);
     bool handle_control(const wire::ControlPayload &c);
+    bool on_ack(uint32_t seq);
     // Same-host shared memory (qp_shm.cpp): the offer when a stream starts, the answers.
     void shm_offer();
     bool handle_shm_control(const wire::ControlPayload &c);

@@ -146,7 +146,7 @@ bool Qp::place_write(const wire::SegmentHeader &h, transport::Placement &p) {
     KeyCheck kc = KeyCheck::kAccess;
     if (access_ & IBV_ACCESS_REMOTE_WRITE)
         kc = keys_.remote(h.stag, pd_, qp_base.qp_num, h.to, h.payload_len, IBV_ACCESS_REMOTE_WRITE,
-                        v);
+                          v);
     if (kc != KeyCheck::kOk) {
         responder_fail(wire::NakCode::kRemoteAccess, wire::kTermEtypeRemoteProtection,
                        kc == KeyCheck::kBounds   ? wire::kTermEcodeBaseBounds
@@ -258,7 +258,7 @@ bool Qp::handle_read_request(std::span<const uint8_t> payload) {
         KeyCheck kc = KeyCheck::kAccess;
         if (access_ & IBV_ACCESS_REMOTE_READ)
             kc = keys_.remote(r.src_stag, pd_, qp_base.qp_num, r.src_to, r.length,
-                            IBV_ACCESS_REMOTE_READ, v);
+                              IBV_ACCESS_REMOTE_READ, v);
         if (kc != KeyCheck::kOk) {
             responder_fail(wire::NakCode::kRemoteAccess, wire::kTermEtypeRemoteProtection,
                            kc == KeyCheck::kBounds ? wire::kTermEcodeBaseBounds
@@ -413,22 +413,33 @@ bool Qp::on_control(std::span<const uint8_t> payload) {
     }
 }
 
+// Cumulative: every SEND and WRITE up to `seq` was executed. From an ACK frame, or from the
+// note a same-host peer publishes instead of a frame of its own (emit_ack).
+bool Qp::on_ack(uint32_t seq) {
+    if (int32_t(seq - acked_seq_) <= 0) return true;
+    if (int32_t(seq - (next_seq_ - 1)) > 0) return false;  // acks what we never sent
+    acked_seq_ = seq;
+    for (uint32_t i = 0; i < sq_tx_; ++i) {
+        SendWqe &w = sq_[sq_slot(*this, i)];
+        if (!w.queued || w.done) continue;
+        if (wr_has_response(w.opcode)) continue;
+        if (seq_le(w.last_seq, seq)) w.done = true;
+    }
+    last_progress_ns_ = pass_ns_;
+    retire_sends();
+    return true;
+}
+
+bool Qp::on_note(uint32_t note) {
+    // As for an ACK frame: a failing QP takes nothing more. Only an ext, reliable peer sets it.
+    if (!ext_ || !reliable() || qp_base.state == IBV_QPS_ERR || fatal_pending_) return true;
+    return on_ack(note);
+}
+
 bool Qp::handle_control(const wire::ControlPayload &c) {
     switch (c.type) {
-        case wire::ControlType::kAck: {
-            if (int32_t(c.seq - acked_seq_) <= 0) return true;
-            if (int32_t(c.seq - (next_seq_ - 1)) > 0) return false;  // acks what we never sent
-            acked_seq_ = c.seq;
-            for (uint32_t i = 0; i < sq_tx_; ++i) {
-                SendWqe &w = sq_[sq_slot(*this, i)];
-                if (!w.queued || w.done) continue;
-                if (wr_has_response(w.opcode)) continue;
-                if (seq_le(w.last_seq, c.seq)) w.done = true;
-            }
-            last_progress_ns_ = pass_ns_;
-            retire_sends();
-            return true;
-        }
+        case wire::ControlType::kAck:
+            return on_ack(c.seq);
         case wire::ControlType::kNak: {
             ibv_wc_status st = IBV_WC_REM_OP_ERR;
             if (c.arg == uint32_t(wire::NakCode::kRemoteAccess)) st = IBV_WC_REM_ACCESS_ERR;

@@ -48,6 +48,14 @@ bool Qp::emit_ack(transport::TxBatch &b, bool piggyback) {
         arm_timer_at(ack_due_ns_ + kPollerWindowNs);
         return false;
     }
+    if (piggyback && stream_->shm_notes()) {
+        // Riding on frames into the ring: a word beside the ring's head, which the peer
+        // loads anyway, costs neither side a frame (docs/wire.md §6.10, "Notes").
+        stream_->shm_note(executed_seq_);
+        acked_sent_ = executed_seq_;
+        ack_due_ns_ = 0;
+        return false;
+    }
     wire::SegmentHeader h;
     h.op = wire::RdmapOp::kControl;
     h.qn = wire::kQnControl;
@@ -211,7 +219,7 @@ bool Qp::emit_wqe(transport::TxBatch &b, SendWqe &w, uint32_t slot) {
             for (uint32_t i = 0; i < w.num_sge; ++i) {
                 MemView v;
                 if (sg[i].length && keys_.local(sg[i].lkey, pd_, sg[i].addr, sg[i].length, access,
-                                             v) != KeyCheck::kOk) {
+                                                v) != KeyCheck::kOk) {
                     return local_protection_error(w);
                 }
             }

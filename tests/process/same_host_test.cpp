@@ -7,10 +7,13 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "process/harness.h"
 
@@ -102,7 +105,212 @@ ibv_wc wait_wc_sleeping(Endpoint &ep) {
     return wc;
 }
 
+constexpr int kPings = 1000;
+constexpr uint32_t kPingLen = 64;
+constexpr uint64_t kRecvId = 1 << 20;  // receives' wr_ids start here, sends' at 0
+
+uint64_t sent_pkts(const Endpoint &ep) {
+    int st = 0;
+    const std::string s = run_cli("stat --json " + std::to_string(getpid()), st);
+    PCHECK_EQ(st, 0);
+    return qp_value(s, ep.qp->qp_num, "sent_pkts");
+}
+
+// Takes completions until the receive of message `i` (its data checked) and, unless
+// `send` is negative, the completion of our send `send` have both come.
+void take_ping(Endpoint &ep, int i, int send, uint8_t salt) {
+    bool recvd = false, sent = send < 0;
+    while (!recvd || !sent) {
+        const ibv_wc wc = ep.wait_wc();
+        PCHECK_EQ(wc.status, IBV_WC_SUCCESS);
+        if (wc.opcode == IBV_WC_RECV) {
+            PCHECK_EQ(wc.wr_id, kRecvId + uint64_t(i));
+            PCHECK_EQ(wc.byte_len, kPingLen);
+            const uint8_t *p = ep.buf + 4096 + size_t(i) * kPingLen;
+            for (uint32_t k = 0; k < kPingLen; ++k) PCHECK_EQ(p[k], uint8_t(pattern(i, k) ^ salt));
+            recvd = true;
+        } else {
+            PCHECK_EQ(wc.wr_id, uint64_t(send));
+            sent = true;
+        }
+    }
+}
+
+void post_ping(Endpoint &ep, int i, uint8_t salt) {
+    uint8_t *p = ep.buf + size_t(i % 2) * kPingLen;  // the previous one's is still ours
+    for (uint32_t k = 0; k < kPingLen; ++k) p[k] = uint8_t(pattern(i, k) ^ salt);
+    PCHECK(ep.post(IBV_WR_SEND, uint64_t(i), size_t(i % 2) * kPingLen, kPingLen) == 0);
+}
+
+Endpoint ping_endpoint() {
+    EpOptions o;
+    o.max_recv_wr = kPings;
+    o.cqe = 2 * kPings + 8;
+    return Endpoint(o);
+}
+
+// A ping-pong of kPings checked SENDs; returns the segments this end sent meanwhile. Each
+// side's ACK of the other's message can ride on its answer.
+uint64_t ping(Oob &oob) {
+    Endpoint ep = ping_endpoint();
+    for (int i = 0; i < kPings; ++i)
+        ep.post_recv(kRecvId + uint64_t(i), 4096 + size_t(i) * kPingLen, kPingLen);
+    ep.exchange_and_connect(oob);
+    oob.barrier();
+    const uint64_t before = sent_pkts(ep);
+    for (int i = 0; i < kPings; ++i) {
+        post_ping(ep, i, 0);
+        take_ping(ep, i, i, 0xa5);
+    }
+    PCHECK_EQ(shm_segments(), 1);
+    const uint64_t n = sent_pkts(ep) - before;
+    std::fprintf(stderr, "ping: %llu segments for %d messages\n", (unsigned long long)n, kPings);
+    oob.barrier();
+    return n;
+}
+
+uint64_t pong(Oob &oob) {
+    Endpoint ep = ping_endpoint();
+    for (int i = 0; i < kPings; ++i)
+        ep.post_recv(kRecvId + uint64_t(i), 4096 + size_t(i) * kPingLen, kPingLen);
+    ep.exchange_and_connect(oob);
+    oob.barrier();
+    const uint64_t before = sent_pkts(ep);
+    for (int i = 0; i < kPings; ++i) {
+        take_ping(ep, i, i - 1, 0);
+        post_ping(ep, i, 0xa5);
+    }
+    PCHECK_EQ(ep.wait_wc().wr_id, uint64_t(kPings - 1));
+    PCHECK_EQ(shm_segments(), 1);
+    const uint64_t n = sent_pkts(ep) - before;
+    std::fprintf(stderr, "pong: %llu segments for %d messages\n", (unsigned long long)n, kPings);
+    oob.barrier();
+    return n;
+}
+
 }  // namespace
+
+// On the rings an ACK that can ride on a message is a word beside the ring's head, not a
+// frame of its own: a ping-pong sends one segment per message, not two.
+TEST(SameHost, AcksRideBesideTheRingHead) {
+    auto fewer = [](uint64_t n) { return n >= uint64_t(kPings) && n <= uint64_t(kPings) * 5 / 4; };
+    EXPECT_PAIR_OK(run_pair([&](Oob &o) { return fewer(ping(o)) ? 0 : 1; },
+                            [&](Oob &o) { return fewer(pong(o)) ? 0 : 1; }));
+}
+
+// An end that does not read notes (SOFTRDMA_SHM_NOTES=0, as an older one) gets its ACKs as
+// frames, and the traffic is the same.
+TEST(SameHost, PeerThatReadsNoNotesGetsAckFrames) {
+    auto old_end = [](Oob &o) {
+        setenv("SOFTRDMA_SHM_NOTES", "0", 1);
+        const uint64_t n = ping(o);
+        return n >= uint64_t(kPings) && n <= uint64_t(kPings) * 5 / 4 ? 0 : 1;
+    };
+    auto new_end = [](Oob &o) { return pong(o) >= uint64_t(kPings) * 3 / 2 ? 0 : 1; };
+    EXPECT_PAIR_OK(run_pair(old_end, new_end));
+}
+
+// Where this process mapped its one segment; null if it has none or several.
+uint8_t *shm_segment() {
+    std::ifstream maps("/proc/self/maps");
+    std::string line;
+    uint8_t *at = nullptr;
+    int n = 0;
+    while (std::getline(maps, line)) {
+        if (line.find("softrdma-shm") == std::string::npos) continue;
+        if (n++ == 0) at = reinterpret_cast<uint8_t *>(std::strtoull(line.c_str(), nullptr, 16));
+    }
+    return n == 1 ? at : nullptr;
+}
+
+// Takes completions until the QP has flushed (the receives still posted fail with
+// WR_FLUSH_ERR) and, unless `send` is negative, send `send` has completed; returns that
+// send's completion and the others before the first flush.
+struct Ended {
+    std::vector<ibv_wc> before;
+    ibv_wc send{};
+    bool send_seen = false;
+};
+Ended drain_until_flushed(Endpoint &ep, int send) {
+    Ended e;
+    bool flushed = false;
+    for (int guard = 0; guard < 2 * kPings && (!flushed || (send >= 0 && !e.send_seen)); ++guard) {
+        const ibv_wc wc = ep.wait_wc();
+        if (send >= 0 && wc.wr_id == uint64_t(send)) {
+            e.send = wc;
+            e.send_seen = true;
+        } else if (wc.status == IBV_WC_WR_FLUSH_ERR) {
+            flushed = true;
+        } else {
+            PCHECK(!flushed);
+            e.before.push_back(wc);
+        }
+    }
+    PCHECK(flushed);
+    return e;
+}
+
+// A peer that publishes a note acknowledging requests it was never sent breaks the protocol,
+// as an ACK frame of that kind would: the receiving end terminates the connection (both QPs
+// end in ERR), and the request the note claimed to acknowledge does not complete as done.
+TEST(SameHost, ANoteAckingWhatWasNeverSentEndsTheConnection) {
+    constexpr int kWarm = 20;  // both directions are on the rings well before this
+    auto forger = [](Oob &oob) {
+        Endpoint ep = ping_endpoint();
+        for (int i = 0; i < kPings; ++i)
+            ep.post_recv(kRecvId + uint64_t(i), 4096 + size_t(i) * kPingLen, kPingLen);
+        ep.exchange_and_connect(oob);
+        oob.barrier();
+        for (int i = 0; i < kWarm; ++i) {
+            post_ping(ep, i, 0);
+            take_ping(ep, i, i, 0xa5);
+        }
+        // This one carries our real ACK of the last answer: after it we owe none, so the
+        // next post leaves the note as we set it.
+        post_ping(ep, kWarm, 0);
+        PCHECK_EQ(ep.wait_wc().wr_id, uint64_t(kWarm));
+        uint8_t *seg = shm_segment();
+        PCHECK(seg != nullptr);
+        // The ring we write: ring 0 if we offered the segment (its pid is at offset 12).
+        uint32_t offerer;
+        std::memcpy(&offerer, seg + 12, 4);
+        auto *note = reinterpret_cast<std::atomic<uint64_t> *>(
+            seg + (offerer == uint32_t(getpid()) ? 4096 : 4352) + 8);
+        note->store((uint64_t(1) << 32) | 0x40000000u);
+        post_ping(ep, kWarm + 1, 0);
+        const Ended e = drain_until_flushed(ep, kWarm + 1);
+        PCHECK(e.send_seen);
+        PCHECK(e.send.status != IBV_WC_SUCCESS);  // executed, but never acknowledged
+        PCHECK(e.before.empty());
+        PCHECK_EQ(ep.qp_state(), IBV_QPS_ERR);
+        oob.barrier();
+        return 0;
+    };
+    auto victim = [](Oob &oob) {
+        Endpoint ep = ping_endpoint();
+        for (int i = 0; i < kPings; ++i)
+            ep.post_recv(kRecvId + uint64_t(i), 4096 + size_t(i) * kPingLen, kPingLen);
+        ep.exchange_and_connect(oob);
+        oob.barrier();
+        for (int i = 0; i < kWarm; ++i) {
+            take_ping(ep, i, i - 1, 0);
+            post_ping(ep, i, 0xa5);
+        }
+        // Message kWarm and its real ACK of our last answer; message kWarm + 1 may arrive
+        // too (its frame comes before the note); then the connection ends.
+        take_ping(ep, kWarm, kWarm - 1, 0);
+        const Ended e = drain_until_flushed(ep, -1);
+        PCHECK(e.before.size() <= 1);
+        for (const ibv_wc &wc : e.before) {
+            PCHECK_EQ(wc.status, IBV_WC_SUCCESS);
+            PCHECK_EQ(wc.wr_id, kRecvId + uint64_t(kWarm + 1));
+        }
+        PCHECK_EQ(ep.qp_state(), IBV_QPS_ERR);
+        oob.barrier();
+        return 0;
+    };
+    EXPECT_PAIR_OK(run_pair(forger, victim));
+}
 
 // Both ends map the segment, and 8 MB of SENDs wrap the ring many times, intact and in order.
 TEST(SameHost, StreamMovesToSharedMemory) {

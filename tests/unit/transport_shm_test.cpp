@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -127,6 +128,22 @@ TEST(ShmRing, EachSideKeepsTheIndexItPublishes) {
     u.ctl->tail.store(0);  // the peer writes our tail
     EXPECT_EQ(take(u.ring, 2), "45");
     EXPECT_EQ(u.ctl->tail.load(), 6u);  // published again from our own count
+}
+
+// The producer's note: unset until set, then the last value, on the head's own cache line.
+TEST(ShmRing, NoteTravelsOnTheHeadLine) {
+    Ring t(64);
+    uint32_t v = 7;
+    EXPECT_FALSE(t.ring.note(v));
+    t.ring.set_note(0);  // zero is a value, not "unset"
+    EXPECT_TRUE(t.ring.note(v));
+    EXPECT_EQ(v, 0u);
+    t.ring.set_note(0xfffffffeu);
+    EXPECT_EQ(put(t.ring, "x"), 1);
+    EXPECT_EQ(take(t.ring, 1), "x");
+    EXPECT_TRUE(t.ring.note(v));
+    EXPECT_EQ(v, 0xfffffffeu);
+    EXPECT_EQ(offsetof(ShmRingCtl, note) / 64, offsetof(ShmRingCtl, head) / 64);
 }
 
 // Each side reads the other's index only when what it saw of it is not enough.
