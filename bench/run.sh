@@ -417,14 +417,28 @@ for ((rep = 1; rep <= REPS; rep++)); do
         continue
     fi
     log "round $rep/$REPS: latency"
+    # Shape by shape, each baseline right after softrdma's run of that shape (the host's two
+    # speeds, see the same-host section).
     for s in "${LAT_SIZES[@]}"; do
         n=$(lat_iters "$s")
-        for p in ib_send_lat ib_write_lat ib_read_lat; do sr_perftest $p "$s" "$n" 1; done
         # sockperf refuses messages under 14 bytes; --nonblocked makes both ends spin on recv.
-        m=$((s < 14 ? 14 : s)) raw=$RAW/tcp.sockperf_pp.s$s.r$rep.txt
+        m=$((s < 14 ? 14 : s))
+        sr_perftest ib_send_lat "$s" "$n" 1
+        ucx_run tag_lat "$s" "$n" lat
+        raw=$RAW/ofi.fi_pingpong.s$s.r$rep.txt
+        run_pair "$raw" 60 "${OFI[@]}" fi_pingpong -p tcp -e msg -B @PORT@ -I "$n" -S "$s" -- \
+            "${OFI[@]}" fi_pingpong -p tcp -e msg -P @PORT@ -I "$n" -S "$s" "$ADDR"
+        record ofi lat fi_pingpong "$s" 1 "$rep" fi_pingpong "$raw"
+        raw=$RAW/tcp.sockperf_pp.s$s.r$rep.txt
         run_pair "$raw" 60 sockperf server -i "$ADDR" -p @PORT@ --tcp --nonblocked -- \
             sockperf ping-pong -i "$ADDR" -p @PORT@ --tcp --nonblocked -m "$m" -t "$SP_TIME"
         record tcp lat sockperf_pp "$s" 1 "$rep" sockperf "$raw"
+        sr_perftest ib_write_lat "$s" "$n" 1
+        ucx_run ucp_put_lat "$s" "$n" lat
+        sr_perftest ib_read_lat "$s" "$n" 1
+        # ucp_get streams; with one get outstanding each one is a full round trip, like
+        # ib_read_lat. Over tcp each takes about 1 ms, hence the few iterations.
+        ucx_run ucp_get "$s" $((n / 20)) lat -O 1
         if [ "$s" = 8 ]; then
             # Event-driven: both ends sleep on a completion channel (perftest -e), next to a TCP
             # ping-pong whose ends sleep in recv().
@@ -434,15 +448,6 @@ for ((rep = 1; rep <= REPS; rep++)); do
                 sockperf ping-pong -i "$ADDR" -p @PORT@ --tcp -m "$m" -t "$SP_TIME"
             record tcp lat sockperf_pp_blocking "$s" 1 "$rep" sockperf "$raw"
         fi
-        ucx_run tag_lat "$s" "$n" lat
-        ucx_run ucp_put_lat "$s" "$n" lat
-        # ucp_get streams; with one get outstanding each one is a full round trip, like
-        # ib_read_lat. Over tcp each takes about 1 ms, hence the few iterations.
-        ucx_run ucp_get "$s" $((n / 20)) lat -O 1
-        raw=$RAW/ofi.fi_pingpong.s$s.r$rep.txt
-        run_pair "$raw" 60 "${OFI[@]}" fi_pingpong -p tcp -e msg -B @PORT@ -I "$n" -S "$s" -- \
-            "${OFI[@]}" fi_pingpong -p tcp -e msg -P @PORT@ -I "$n" -S "$s" "$ADDR"
-        record ofi lat fi_pingpong "$s" 1 "$rep" fi_pingpong "$raw"
     done
 
     log "round $rep/$REPS: bandwidth"
