@@ -149,41 +149,39 @@ Endpoint ping_endpoint() {
     return Endpoint(o);
 }
 
-// A ping-pong of kPings checked SENDs; returns the segments this end sent meanwhile. Each
-// side's ACK of the other's message can ride on its answer.
-uint64_t ping(Oob &oob) {
-    Endpoint ep = ping_endpoint();
+// Posts the receives, connects, and waits for the peer to have done the same.
+void connect_pinger(Endpoint &ep, Oob &oob) {
     for (int i = 0; i < kPings; ++i)
         ep.post_recv(kRecvId + uint64_t(i), 4096 + size_t(i) * kPingLen, kPingLen);
     ep.exchange_and_connect(oob);
     oob.barrier();
-    const uint64_t before = sent_pkts(ep);
-    for (int i = 0; i < kPings; ++i) {
-        post_ping(ep, i, 0);
-        take_ping(ep, i, i, 0xa5);
-    }
-    PCHECK_EQ(shm_segments(), 1);
-    const uint64_t n = sent_pkts(ep) - before;
-    std::fprintf(stderr, "ping: %llu segments for %d messages\n", (unsigned long long)n, kPings);
-    oob.barrier();
-    return n;
 }
 
-uint64_t pong(Oob &oob) {
-    Endpoint ep = ping_endpoint();
-    for (int i = 0; i < kPings; ++i)
-        ep.post_recv(kRecvId + uint64_t(i), 4096 + size_t(i) * kPingLen, kPingLen);
-    ep.exchange_and_connect(oob);
-    oob.barrier();
-    const uint64_t before = sent_pkts(ep);
-    for (int i = 0; i < kPings; ++i) {
+// Round `i` of a ping-pong. The end that opens sends first, then takes the answer and the
+// completion of its send; the other takes the message and the completion of its previous
+// answer, then answers.
+void ping_round(Endpoint &ep, int i, bool opens) {
+    if (opens) {
+        post_ping(ep, i, 0);
+        take_ping(ep, i, i, 0xa5);
+    } else {
         take_ping(ep, i, i - 1, 0);
         post_ping(ep, i, 0xa5);
     }
-    PCHECK_EQ(ep.wait_wc().wr_id, uint64_t(kPings - 1));
+}
+
+// A ping-pong of kPings checked SENDs; returns the segments this end sent meanwhile. Each
+// side's ACK of the other's message can ride on its answer.
+uint64_t ping_pong(Oob &oob, bool opens) {
+    Endpoint ep = ping_endpoint();
+    connect_pinger(ep, oob);
+    const uint64_t before = sent_pkts(ep);
+    for (int i = 0; i < kPings; ++i) ping_round(ep, i, opens);
+    if (!opens) PCHECK_EQ(ep.wait_wc().wr_id, uint64_t(kPings - 1));
     PCHECK_EQ(shm_segments(), 1);
     const uint64_t n = sent_pkts(ep) - before;
-    std::fprintf(stderr, "pong: %llu segments for %d messages\n", (unsigned long long)n, kPings);
+    std::fprintf(stderr, "%s: %llu segments for %d messages\n", opens ? "ping" : "pong",
+                 (unsigned long long)n, kPings);
     oob.barrier();
     return n;
 }
@@ -194,8 +192,8 @@ uint64_t pong(Oob &oob) {
 // frame of its own: a ping-pong sends one segment per message, not two.
 TEST(SameHost, AcksRideBesideTheRingHead) {
     auto fewer = [](uint64_t n) { return n >= uint64_t(kPings) && n <= uint64_t(kPings) * 5 / 4; };
-    EXPECT_PAIR_OK(run_pair([&](Oob &o) { return fewer(ping(o)) ? 0 : 1; },
-                            [&](Oob &o) { return fewer(pong(o)) ? 0 : 1; }));
+    EXPECT_PAIR_OK(run_pair([&](Oob &o) { return fewer(ping_pong(o, true)) ? 0 : 1; },
+                            [&](Oob &o) { return fewer(ping_pong(o, false)) ? 0 : 1; }));
 }
 
 // An end that does not read notes (SOFTRDMA_SHM_NOTES=0, as an older one) gets its ACKs as
@@ -203,10 +201,10 @@ TEST(SameHost, AcksRideBesideTheRingHead) {
 TEST(SameHost, PeerThatReadsNoNotesGetsAckFrames) {
     auto old_end = [](Oob &o) {
         setenv("SOFTRDMA_SHM_NOTES", "0", 1);
-        const uint64_t n = ping(o);
+        const uint64_t n = ping_pong(o, true);
         return n >= uint64_t(kPings) && n <= uint64_t(kPings) * 5 / 4 ? 0 : 1;
     };
-    auto new_end = [](Oob &o) { return pong(o) >= uint64_t(kPings) * 3 / 2 ? 0 : 1; };
+    auto new_end = [](Oob &o) { return ping_pong(o, false) >= uint64_t(kPings) * 3 / 2 ? 0 : 1; };
     EXPECT_PAIR_OK(run_pair(old_end, new_end));
 }
 
@@ -257,14 +255,8 @@ TEST(SameHost, ANoteAckingWhatWasNeverSentEndsTheConnection) {
     constexpr int kWarm = 20;  // both directions are on the rings well before this
     auto forger = [](Oob &oob) {
         Endpoint ep = ping_endpoint();
-        for (int i = 0; i < kPings; ++i)
-            ep.post_recv(kRecvId + uint64_t(i), 4096 + size_t(i) * kPingLen, kPingLen);
-        ep.exchange_and_connect(oob);
-        oob.barrier();
-        for (int i = 0; i < kWarm; ++i) {
-            post_ping(ep, i, 0);
-            take_ping(ep, i, i, 0xa5);
-        }
+        connect_pinger(ep, oob);
+        for (int i = 0; i < kWarm; ++i) ping_round(ep, i, true);
         // This one carries our real ACK of the last answer: after it we owe none, so the
         // next post leaves the note as we set it.
         post_ping(ep, kWarm, 0);
@@ -288,14 +280,8 @@ TEST(SameHost, ANoteAckingWhatWasNeverSentEndsTheConnection) {
     };
     auto victim = [](Oob &oob) {
         Endpoint ep = ping_endpoint();
-        for (int i = 0; i < kPings; ++i)
-            ep.post_recv(kRecvId + uint64_t(i), 4096 + size_t(i) * kPingLen, kPingLen);
-        ep.exchange_and_connect(oob);
-        oob.barrier();
-        for (int i = 0; i < kWarm; ++i) {
-            take_ping(ep, i, i - 1, 0);
-            post_ping(ep, i, 0xa5);
-        }
+        connect_pinger(ep, oob);
+        for (int i = 0; i < kWarm; ++i) ping_round(ep, i, false);
         // Message kWarm and its real ACK of our last answer; message kWarm + 1 may arrive
         // too (its frame comes before the note); then the connection ends.
         take_ping(ep, kWarm, kWarm - 1, 0);
