@@ -431,8 +431,8 @@ bool Qp::on_ack(uint32_t seq) {
 }
 
 bool Qp::on_note(uint32_t note) {
-    // As for an ACK frame: a failing QP takes nothing more. Only an ext, reliable peer sets it.
-    if (!ext_ || !reliable() || qp_base.state == IBV_QPS_ERR || fatal_pending_) return true;
+    // As for an ACK frame (UC's sends complete on ACKs too): a failing QP takes nothing more.
+    if (!ext_ || qp_base.state == IBV_QPS_ERR || fatal_pending_) return true;
     return on_ack(note);
 }
 

@@ -142,8 +142,9 @@ void post_ping(Endpoint &ep, int i, uint8_t salt) {
     PCHECK(ep.post(IBV_WR_SEND, uint64_t(i), size_t(i % 2) * kPingLen, kPingLen) == 0);
 }
 
-Endpoint ping_endpoint() {
+Endpoint ping_endpoint(ibv_qp_type type = IBV_QPT_RC) {
     EpOptions o;
+    o.type = type;
     o.max_recv_wr = kPings;
     o.cqe = 2 * kPings + 8;
     return Endpoint(o);
@@ -172,8 +173,8 @@ void ping_round(Endpoint &ep, int i, bool opens) {
 
 // A ping-pong of kPings checked SENDs; returns the segments this end sent meanwhile. Each
 // side's ACK of the other's message can ride on its answer.
-uint64_t ping_pong(Oob &oob, bool opens) {
-    Endpoint ep = ping_endpoint();
+uint64_t ping_pong(Oob &oob, bool opens, ibv_qp_type type = IBV_QPT_RC) {
+    Endpoint ep = ping_endpoint(type);
     connect_pinger(ep, oob);
     const uint64_t before = sent_pkts(ep);
     for (int i = 0; i < kPings; ++i) ping_round(ep, i, opens);
@@ -194,6 +195,14 @@ TEST(SameHost, AcksRideBesideTheRingHead) {
     auto fewer = [](uint64_t n) { return n >= uint64_t(kPings) && n <= uint64_t(kPings) * 5 / 4; };
     EXPECT_PAIR_OK(run_pair([&](Oob &o) { return fewer(ping_pong(o, true)) ? 0 : 1; },
                             [&](Oob &o) { return fewer(ping_pong(o, false)) ? 0 : 1; }));
+}
+
+// UC's sends complete on ACKs too: the same ping-pong, one segment per message.
+TEST(SameHost, UcAcksRideBesideTheRingHead) {
+    auto fewer = [](uint64_t n) { return n >= uint64_t(kPings) && n <= uint64_t(kPings) * 5 / 4; };
+    EXPECT_PAIR_OK(
+        run_pair([&](Oob &o) { return fewer(ping_pong(o, true, IBV_QPT_UC)) ? 0 : 1; },
+                 [&](Oob &o) { return fewer(ping_pong(o, false, IBV_QPT_UC)) ? 0 : 1; }));
 }
 
 // An end that does not read notes (SOFTRDMA_SHM_NOTES=0, as an older one) gets its ACKs as
