@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-2-Clause
 # Two "hosts": network namespaces joined by a veth pair this test creates (and removes).
-# Debian's unmodified rping and ucmatose run across them on our libraries.
+# Debian's unmodified rping and ucmatose run across them on our libraries, and the connections
+# stay on TCP (the same-host path is for one network namespace).
 #   cm_two_hosts.sh <libdir> [<bindir with sr_cm_event_probe>]
 . "$(dirname "${BASH_SOURCE[0]}")/lib/two_hosts.sh"
 probe=${2:+$2/sr_cm_event_probe}
@@ -16,6 +17,18 @@ fi
 pair rping 7471 rping -s -a "$ipa" -p 7471 -C 1000 -v -- rping -c -a "$ipa" -p 7471 -C 1000 -v
 grep -q "rdma-ping-999:" "$work/rping.cli" || { echo "FAIL: rping did not reach ping 999"; fails=$((fails + 1)); }
 pair rping_q 7472 rping -s -a "$ipa" -p 7472 -C 200 -q -- rping -c -a "$ipa" -p 7472 -C 200 -q
+# Two network namespaces of one host: not the same host for the same-host path (docs/wire.md
+# §6.10). Both ends say why they stay on TCP, neither maps a segment, and the pings are verified.
+pair rping_tcp 7474 env SOFTRDMA_DEBUG=1 rping -s -a "$ipa" -p 7474 -C 200 -V -- \
+    env SOFTRDMA_DEBUG=1 rping -c -a "$ipa" -p 7474 -C 200 -V
+why="stays on TCP: the peer is on another host or network namespace"
+if grep -q "$why" "$work/rping_tcp.srv" && grep -q "$why" "$work/rping_tcp.cli" &&
+    ! grep -q "shared memory with qpn" "$work/rping_tcp.srv" "$work/rping_tcp.cli"; then
+    echo "PASS: across namespaces both ends stay on TCP and say why"
+else
+    echo "FAIL: across namespaces: no 'stays on TCP' line on both ends, or a shared-memory line"
+    show cli "$work/rping_tcp.cli"; show srv "$work/rping_tcp.srv"; fails=$((fails + 1))
+fi
 pair ucmatose 7473 ucmatose -p 7473 -c 10 -- ucmatose -s "$ipa" -p 7473 -c 10
 grep -q "return status 0" "$work/ucmatose.cli" || { echo "FAIL: ucmatose client status"; fails=$((fails + 1)); }
 
