@@ -32,10 +32,13 @@ if [ "${SOFTRDMA_SKIP_SANITIZERS:-0}" != 1 ]; then
     (cd build-asan && SR_NETNS_PRELOAD=$(gcc -print-file-name=libasan.so) \
         ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
         ctest --output-on-failure -j1 -L netns --timeout 900)
-    # The progress engine and the application threads race by design: TSan checks the locking.
+    # The progress engine and the application threads race by design: TSan checks the locking,
+    # and the shared-memory ring and the engine's lock-free turns with two threads of their own.
     cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DSANITIZE=thread -DBUILD_TESTING=ON >/dev/null
-    cmake --build build-tsan -j"$jobs" --target sr_api_tests sr_process_tests
+    cmake --build build-tsan -j"$jobs" --target sr_api_tests sr_process_tests sr_unit_tests
     (cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j1 -L 'api|process' --timeout 600)
+    (cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j1 -L unit \
+        -R '^(ShmRing|ShmChunks|ProgressEngine)\.' --timeout 600)
 fi
 if [ "${SOFTRDMA_SKIP_FUZZ:-0}" != 1 ]; then
     scripts/fuzz.sh "${SOFTRDMA_FUZZ_SECONDS:-10}"

@@ -164,7 +164,8 @@ TEST(ShmRing, IndicesAreReadAgainOnlyWhenNeeded) {
     EXPECT_EQ(t.ring.read(&v, 1), -1);
 }
 
-// One producer thread, one consumer thread, odd chunk sizes: every byte arrives, in order.
+// One producer thread, one consumer thread, odd chunk sizes: every byte arrives, in order, and
+// the note read after some bytes is never older than the one set before them.
 TEST(ShmRing, TwoThreadsMoveAStreamIntact) {
     Ring t(4096);
     constexpr size_t kTotal = 8 << 20;
@@ -176,6 +177,8 @@ TEST(ShmRing, TwoThreadsMoveAStreamIntact) {
             const size_t n = std::min<size_t>(kTotal - sent, 1 + rng() % chunk.size());
             for (size_t i = 0; i < n; ++i) chunk[i] = uint8_t((sent + i) * 31);
             size_t off = 0;
+            // Before the write that publishes them: the reader never sees an older note.
+            t.ring.set_note(uint32_t(sent + n));
             while (off < n) {
                 iovec v{chunk.data() + off, n - off};
                 const int64_t k = t.ring.write(&v, 1);
@@ -195,6 +198,8 @@ TEST(ShmRing, TwoThreadsMoveAStreamIntact) {
         ASSERT_GE(k, 0);
         for (int64_t i = 0; i < k; ++i) ok &= buf[size_t(i)] == uint8_t((got + size_t(i)) * 31);
         got += size_t(k);
+        uint32_t note = 0;
+        if (k > 0) ok &= t.ring.note(note) && note >= got;
     }
     producer.join();
     EXPECT_TRUE(ok);
