@@ -21,13 +21,25 @@ using namespace sr_test;
 
 namespace {
 
-// How many shared-memory segments of ours this process has mapped.
-int shm_segments() {
+// The shared-memory segments of ours this process has mapped: how many, and where the first is.
+struct ShmMappings {
+    int count = 0;
+    uint8_t *first = nullptr;
+};
+ShmMappings shm_mappings() {
     std::ifstream maps("/proc/self/maps");
     std::string line;
-    int n = 0;
-    while (std::getline(maps, line)) n += line.find("softrdma-shm") != std::string::npos;
-    return n;
+    ShmMappings m;
+    while (std::getline(maps, line)) {
+        if (line.find("softrdma-shm") == std::string::npos) continue;
+        if (m.count++ == 0)
+            m.first = reinterpret_cast<uint8_t *>(std::strtoull(line.c_str(), nullptr, 16));
+    }
+    return m;
+}
+
+int shm_segments() {
+    return shm_mappings().count;
 }
 
 uint8_t pattern(size_t msg, size_t i) {
@@ -189,20 +201,25 @@ uint64_t ping_pong(Oob &oob, bool opens, ibv_qp_type type = IBV_QPT_RC) {
 
 }  // namespace
 
+// What a ping-pong end sends when its ACKs ride beside the ring's head: one segment per
+// message, and a few lone ACKs at most.
+bool one_segment_per_message(uint64_t n) {
+    return n >= uint64_t(kPings) && n <= uint64_t(kPings) * 5 / 4;
+}
+
 // On the rings an ACK that can ride on a message is a word beside the ring's head, not a
 // frame of its own: a ping-pong sends one segment per message, not two.
 TEST(SameHost, AcksRideBesideTheRingHead) {
-    auto fewer = [](uint64_t n) { return n >= uint64_t(kPings) && n <= uint64_t(kPings) * 5 / 4; };
-    EXPECT_PAIR_OK(run_pair([&](Oob &o) { return fewer(ping_pong(o, true)) ? 0 : 1; },
-                            [&](Oob &o) { return fewer(ping_pong(o, false)) ? 0 : 1; }));
+    EXPECT_PAIR_OK(
+        run_pair([](Oob &o) { return one_segment_per_message(ping_pong(o, true)) ? 0 : 1; },
+                 [](Oob &o) { return one_segment_per_message(ping_pong(o, false)) ? 0 : 1; }));
 }
 
 // UC's sends complete on ACKs too: the same ping-pong, one segment per message.
 TEST(SameHost, UcAcksRideBesideTheRingHead) {
-    auto fewer = [](uint64_t n) { return n >= uint64_t(kPings) && n <= uint64_t(kPings) * 5 / 4; };
-    EXPECT_PAIR_OK(
-        run_pair([&](Oob &o) { return fewer(ping_pong(o, true, IBV_QPT_UC)) ? 0 : 1; },
-                 [&](Oob &o) { return fewer(ping_pong(o, false, IBV_QPT_UC)) ? 0 : 1; }));
+    EXPECT_PAIR_OK(run_pair(
+        [](Oob &o) { return one_segment_per_message(ping_pong(o, true, IBV_QPT_UC)) ? 0 : 1; },
+        [](Oob &o) { return one_segment_per_message(ping_pong(o, false, IBV_QPT_UC)) ? 0 : 1; }));
 }
 
 // An end that does not read notes (SOFTRDMA_SHM_NOTES=0, as an older one) gets its ACKs as
@@ -211,23 +228,10 @@ TEST(SameHost, PeerThatReadsNoNotesGetsAckFrames) {
     auto old_end = [](Oob &o) {
         setenv("SOFTRDMA_SHM_NOTES", "0", 1);
         const uint64_t n = ping_pong(o, true);
-        return n >= uint64_t(kPings) && n <= uint64_t(kPings) * 5 / 4 ? 0 : 1;
+        return one_segment_per_message(n) ? 0 : 1;
     };
     auto new_end = [](Oob &o) { return ping_pong(o, false) >= uint64_t(kPings) * 3 / 2 ? 0 : 1; };
     EXPECT_PAIR_OK(run_pair(old_end, new_end));
-}
-
-// Where this process mapped its one segment; null if it has none or several.
-uint8_t *shm_segment() {
-    std::ifstream maps("/proc/self/maps");
-    std::string line;
-    uint8_t *at = nullptr;
-    int n = 0;
-    while (std::getline(maps, line)) {
-        if (line.find("softrdma-shm") == std::string::npos) continue;
-        if (n++ == 0) at = reinterpret_cast<uint8_t *>(std::strtoull(line.c_str(), nullptr, 16));
-    }
-    return n == 1 ? at : nullptr;
 }
 
 // Takes completions until the QP has flushed (the receives still posted fail with
@@ -270,8 +274,9 @@ TEST(SameHost, ANoteAckingWhatWasNeverSentEndsTheConnection) {
         // next post leaves the note as we set it.
         post_ping(ep, kWarm, 0);
         PCHECK_EQ(ep.wait_wc().wr_id, uint64_t(kWarm));
-        uint8_t *seg = shm_segment();
-        PCHECK(seg != nullptr);
+        const ShmMappings m = shm_mappings();
+        PCHECK_EQ(m.count, 1);
+        uint8_t *seg = m.first;
         // The ring we write: ring 0 if we offered the segment (its pid is at offset 12).
         uint32_t offerer;
         std::memcpy(&offerer, seg + 12, 4);
