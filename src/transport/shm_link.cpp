@@ -183,8 +183,10 @@ bool ShmLink::map(bool offerer) {
     side_ = offerer ? 0 : 1;
     g_live_ring_bytes.fetch_add(2 * ring_bytes_, std::memory_order_relaxed);
     cma()->mapped_at[side_].store(uint64_t(uintptr_t(base_)), std::memory_order_relaxed);
-    // Before the offer or the accept: the peer looks only once those arrived.
-    cma()->features[side_].store(shm_notes_enabled() ? kReadsNotes : 0, std::memory_order_release);
+    // Before the offer or the accept: the peer looks only once those arrived. Our own copy is
+    // what we go by: the peer can write the shared word.
+    reads_notes_ = shm_notes_enabled();
+    cma()->features[side_].store(reads_notes_ ? kReadsNotes : 0, std::memory_order_release);
     return true;
 }
 
@@ -222,10 +224,6 @@ void ShmLink::set_peer(uint32_t pid) {
         "payloads go through the rings",
         pid, got ? "not our segment there" : std::strerror(errno), side_, (unsigned long long)at,
         (unsigned long long)cma()->mapped_at[side_].load(std::memory_order_relaxed));
-}
-
-bool ShmLink::reads_notes() const {
-    return (cma()->features[side_].load(std::memory_order_relaxed) & kReadsNotes) != 0;
 }
 
 bool ShmLink::peer_reads_notes() const {

@@ -59,7 +59,7 @@ class ShmLink {
     bool peer_reads_me() const;
     // Whether we read the note of the ring we read (ShmRing::set_note) and the peer reads
     // that of the ring we write (an older peer does not).
-    bool reads_notes() const;
+    bool reads_notes() const { return reads_notes_; }
     bool peer_reads_notes() const;
     void close_fd() { fd_.reset(); }  // once the accepter has it open
     // Words each end publishes for the other in the header page, for shared regions
@@ -82,6 +82,7 @@ class ShmLink {
     uint64_t ring_bytes_ = 0;
     int side_ = 0;  // 0: offerer, 1: accepter
     uint32_t peer_pid_ = 0;
+    bool reads_notes_ = false;  // what map() published in our feature word
     ShmRing tx_, rx_;
 };
 
